@@ -1,0 +1,29 @@
+# The README's two commands: `make demo` and `make test`. Both create the environment first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# The CPU build of torch; an unpinned torch pulls a multi-GB CUDA build.
+TORCH_CPU ?= torch==2.13.0
+
+.PHONY: install demo test bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH_CPU)"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(VENV)/bin/corpusmem demo
+
+test: install
+	$(PY) -m pytest -q
+
+bench: install
+	$(VENV)/bin/corpusmem bench import
+
+clean:
+	rm -rf $(VENV) .corpusmem

@@ -1,0 +1,60 @@
+"""The object store: original bytes and converted Markdown, content-addressed, on any `pyarrow.fs`.
+
+Keys are derived from the SHA-256 of the bytes (`raw/ab/cd/<hash>`, `md/ab/cd/<hash>`), so a
+write is idempotent and identical bytes are stored once however many documents hold them. A
+local folder is the default; `s3://...` or `gs://...` make every Ray node see the same objects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+
+import pyarrow.fs as pafs
+
+
+def content_key(kind: str, digest: str) -> str:
+    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise ValueError(f"not a SHA-256 hex digest: {digest!r}")
+    return f"{kind}/{digest[:2]}/{digest[2:4]}/{digest}"
+
+
+class ObjectStore:
+    def __init__(self, uri: str) -> None:
+        if "://" in uri:
+            self._fs, self._root = pafs.FileSystem.from_uri(uri)
+            self._local = isinstance(self._fs, pafs.LocalFileSystem)
+        else:
+            self._fs, self._root, self._local = pafs.LocalFileSystem(), os.path.abspath(uri), True
+        self._root = self._root.rstrip("/")
+        self.uri = uri
+
+    def _path(self, key: str) -> str:
+        return f"{self._root}/{key}"
+
+    def exists(self, key: str) -> bool:
+        return self._fs.get_file_info(self._path(key)).type == pafs.FileType.File
+
+    def put(self, kind: str, data: bytes) -> tuple[str, str]:
+        """Store `data` under its content key; return (sha256 hex, key). Existing objects are kept."""
+        digest = hashlib.sha256(data).hexdigest()
+        key = content_key(kind, digest)
+        if self.exists(key):
+            return digest, key
+        path = self._path(key)
+        self._fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        if self._local:
+            # write-then-rename, so a crash never leaves a torn object under a valid key
+            tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+            with self._fs.open_output_stream(tmp) as out:
+                out.write(data)
+            self._fs.move(tmp, path)
+        else:
+            with self._fs.open_output_stream(path) as out:
+                out.write(data)
+        return digest, key
+
+    def get(self, key: str) -> bytes:
+        with self._fs.open_input_stream(self._path(key)) as src:
+            return src.read()

@@ -1,0 +1,1 @@
+"""Entry points: the `corpusmem` CLI and the Ray jobs it runs."""

@@ -1,0 +1,147 @@
+"""`corpusmem bench import`: import throughput against raw encode speed, measured in one run.
+
+For a generated corpus of N documents (and 2N, for driver memory) the benchmark imports into an
+empty memory in a child process (so the driver's peak memory can be read), then encodes the very
+chunk texts that import wrote with `SentenceTransformer.encode` in this process, with the same
+model and threads. On a small CPU machine embedding is the floor of the import's cost, so the
+figure that matters is the ratio of the two throughputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from jobs import runtime
+from pipeline import synthetic
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("what", choices=("import",), help="which benchmark")
+    parser.add_argument("--docs", type=int, default=2000, help="documents in the base corpus (default 2000)")
+    parser.add_argument("--no-double", action="store_true",
+                        help="skip the 2N run that checks driver memory stays flat")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (default: a temp dir)")
+
+
+def write_corpus(root: Path, count: int) -> None:
+    for doc in synthetic.generate(count):
+        path = root / doc.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(doc.text, encoding="utf-8")
+
+
+def _import_child(corpus: Path, home: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Run `python -m jobs.import_corpus` in a child process; sample its RSS every 50 ms."""
+    env = {k: v for k, v in os.environ.items() if k != "CORPUSMEM_DSN"}
+    env.update(CORPUSMEM_HOME=str(home), CORPUSMEM_OBJECT_STORE="")
+    cmd = [sys.executable, "-m", "jobs.import_corpus", str(corpus), "--modified-at-from", "path",
+           "--workers", str(args.workers), "--batch-size", str(args.batch_size), "--no-progress"]
+    started = time.perf_counter()
+    child = subprocess.Popen(cmd, env=env, cwd=runtime.PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
+    proc, peak = psutil.Process(child.pid), 0
+    while child.poll() is None:
+        try:
+            peak = max(peak, proc.memory_info().rss)
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.05)
+    out = child.stdout.read() if child.stdout else ""
+    if child.returncode != 0:
+        raise RuntimeError(f"import failed ({child.returncode}):\n{out}")
+    return {"process_seconds": time.perf_counter() - started, "driver_peak_rss_mib": peak / 2**20,
+            "report": out}
+
+
+def _last_run(home: Path) -> tuple[dict[str, Any], list[str]]:
+    from sql import embedded, store
+
+    dsn = embedded.start((home / "pg").resolve())
+    with store.connect(dsn) as conn:
+        report = conn.execute("SELECT report FROM import_runs ORDER BY started_at DESC LIMIT 1").fetchone()[0]
+        texts = [r[0] for r in conn.execute("SELECT text FROM chunks ORDER BY version_id, ord")]
+    return report, texts
+
+
+def _raw_encode(texts: list[str], threads: int, batch_size: int) -> float:
+    from actors.embedder import load_model, resolve_model
+
+    settings = runtime.settings()
+    model = load_model(resolve_model(settings.embedding_model), "cpu", threads)
+    model.encode(texts[:batch_size], batch_size=batch_size)  # warm-up, as the actor's first batch
+    started = time.perf_counter()
+    model.encode(texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
+    return len(texts) / (time.perf_counter() - started)
+
+
+def bench_import(args: argparse.Namespace) -> dict[str, Any]:
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="corpusmem-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    settings = runtime.settings()
+    sizes = [args.docs] if args.no_double else [args.docs, 2 * args.docs]
+    results: dict[str, Any] = {"docs": args.docs, "workers": args.workers, "runs": []}
+    for size in sizes:
+        corpus, home = work / f"corpus-{size}", work / f"home-{size}"
+        if not corpus.exists():
+            print(f"generating {size} documents in {corpus}", file=sys.stderr)
+            write_corpus(corpus, size)
+        print(f"importing {size} documents into an empty memory", file=sys.stderr)
+        child = _import_child(corpus, home, args)
+        report, texts = _last_run(home)
+        counts = report["counts"]
+        run = {"documents": counts["documents_seen"], "chunks": counts["chunks"],
+               "pipeline_seconds": report["pipeline_seconds"], "wall_seconds": report["wall_seconds"],
+               "driver_peak_rss_mib": round(child["driver_peak_rss_mib"], 1),
+               "docs_per_s": counts["documents_seen"] / report["pipeline_seconds"],
+               "chunks_per_s": counts["chunks"] / report["pipeline_seconds"],
+               "stage_seconds": report["stage_seconds"]}
+        if size == args.docs:
+            threads = max(1, (os.cpu_count() or 1) // max(args.workers, 1))
+            print(f"encoding the same {len(texts)} chunk texts directly ({threads} threads)", file=sys.stderr)
+            run["raw_encode_chunks_per_s"] = _raw_encode(texts, threads, settings.embed_batch_size)
+            run["ratio_to_raw_encode"] = run["chunks_per_s"] / run["raw_encode_chunks_per_s"]
+        results["runs"].append(run)
+    if len(results["runs"]) == 2:
+        a, b = results["runs"]
+        results["driver_rss_ratio_2n_over_n"] = b["driver_peak_rss_mib"] / a["driver_peak_rss_mib"]
+    return results
+
+
+def render(results: dict[str, Any]) -> str:
+    lines = []
+    for run in results["runs"]:
+        lines.append(f"{run['documents']} documents, {run['chunks']} chunks: "
+                     f"{run['docs_per_s']:.1f} docs/s, {run['chunks_per_s']:.1f} chunks/s "
+                     f"({run['pipeline_seconds']:.1f} s in the pipeline, {run['wall_seconds']:.1f} s with "
+                     f"start-up); driver peak RSS {run['driver_peak_rss_mib']:.0f} MiB")
+        if "raw_encode_chunks_per_s" in run:
+            lines.append(f"  raw SentenceTransformer.encode on the same texts: "
+                         f"{run['raw_encode_chunks_per_s']:.1f} chunks/s → import/raw = "
+                         f"{run['ratio_to_raw_encode']:.2f}")
+        per_stage = ", ".join(
+            f"{stage} {run['documents'] / secs:.0f} docs/s" for stage, secs in run["stage_seconds"].items()
+            if secs > 0)
+        lines.append(f"  per stage (busy time): {per_stage}")
+    if "driver_rss_ratio_2n_over_n" in results:
+        lines.append(f"driver peak RSS, 2N over N: {results['driver_rss_ratio_2n_over_n']:.2f}")
+    return "\n".join(lines)
+
+
+def main(args: argparse.Namespace) -> int:
+    results = bench_import(args)
+    print(render(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2, default=float))
+    return 0

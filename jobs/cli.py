@@ -1,0 +1,82 @@
+"""The `corpusmem` command: import, status, demo, bench."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from jobs import runtime
+from pipeline.settings import SettingsError
+
+
+def _import(args: argparse.Namespace) -> int:
+    from jobs import import_corpus
+
+    settings = runtime.settings()
+    report = import_corpus.run_import(import_corpus.options_from_args(args, settings), settings)
+    print(report.render())
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from jobs import status
+
+    return status.main(runtime.settings())
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from jobs import demo
+
+    return demo.main(runtime.settings())
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from jobs import bench
+
+    return bench.main(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from jobs import bench, import_corpus
+
+    parser = argparse.ArgumentParser(prog="corpusmem", description="A memory engine for AI agents, "
+                                     "written by a Ray batch pipeline into PostgreSQL.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("import", help="import files, folders and archives into the memory")
+    import_corpus.add_arguments(p)
+    p.set_defaults(func=_import)
+
+    p = sub.add_parser("status", help="per-stage counts by status, totals and recent import runs")
+    p.set_defaults(func=_status)
+
+    p = sub.add_parser("demo", help="import the example corpus and show what the memory holds")
+    p.set_defaults(func=_demo)
+
+    p = sub.add_parser("bench", help="benchmarks, each against a baseline measured in the same run")
+    bench.add_arguments(p)
+    p.set_defaults(func=_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except SettingsError as err:
+        print(f"corpusmem: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:
+        from actors.embedder import ModelNotFound
+        from sql.store import StoreError
+
+        if isinstance(err, (StoreError, ModelNotFound)):
+            print(f"corpusmem: {err}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,239 @@
+"""`corpusmem import`: a Ray Data pipeline from files, folders and archives into the authority.
+
+    read ─► ingest ─► convert ─► structure ─► chunk ─► embed ─► write
+
+`read`, `convert`, `structure` and `chunk` are Ray tasks over pure functions (`pipeline/`);
+`ingest`, `embed` and `write` are actor pools that own a connection or a model (`actors/`).
+The driver only lists the sources and folds the small per-document report rows into counts, so
+its memory does not grow with the corpus. Also runnable as a Ray job:
+`ray job submit --working-dir . -- python -m jobs.import_corpus PATH...`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqdm import tqdm
+
+from actors.db_writer import Ingest, Write
+from actors.embedder import Embed, embedding_dim, load_model, resolve_model
+from jobs import runtime
+from pipeline import records, stages
+from pipeline.convert import ROUTES
+from pipeline.settings import Settings
+from pipeline.sources import SourceOptions, list_sources
+from sql import runs, store
+
+# Fractions of a CPU for the actors that mostly wait on PostgreSQL, so that on a small machine
+# they leave the cores to the embedder and the conversion tasks.
+_DB_ACTOR_CPUS = 0.25
+_TASK_CPUS = 0.5
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    paths: tuple[str, ...]
+    source: SourceOptions
+    batch_size: int = 16
+    workers: int = 1
+    quiet: bool = False
+    progress: bool = True
+
+
+@dataclass
+class RunReport:
+    run_id: str
+    seen: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    parked: list[str] = field(default_factory=list)
+    chunks: int = 0
+    vectors_computed: int = 0
+    vectors_reused: int = 0
+    stage_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    wall_seconds: float = 0.0
+    pipeline_seconds: float = 0.0   # from the first source item to the last report row
+    status: str = "running"
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.seen += 1
+        outcome = row["outcome"]
+        self.outcomes["new" if row["created"] else outcome] += 1
+        if outcome == records.FAILED:
+            self.failures.append({"item": row["item"], "stage": row["error_stage"], "error": row["error"]})
+        elif outcome == records.PARKED:
+            self.parked.append(row["item"])
+        self.chunks += row["chunks"]
+        self.vectors_computed += row["vectors_computed"]
+        self.vectors_reused += row["vectors_reused"]
+        for stage in records.STAGES:
+            self.stage_seconds[stage] += row[f"s_{stage}"] or 0.0
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {"documents_seen": self.seen, "new_versions": self.outcomes["new"],
+                "unchanged": self.outcomes[records.UNCHANGED], "resumed": self.outcomes[records.RESUME],
+                "parked": self.outcomes[records.PARKED], "failed": self.outcomes[records.FAILED],
+                "chunks": self.chunks, "vectors_computed": self.vectors_computed,
+                "vectors_reused": self.vectors_reused}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "status": self.status, "counts": self.counts,
+                "failures": self.failures, "parked": self.parked,
+                "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
+                "wall_seconds": round(self.wall_seconds, 3),
+                "pipeline_seconds": round(self.pipeline_seconds, 3)}
+
+    def render(self) -> str:
+        c = self.counts
+        lines = [
+            f"import run {self.run_id}: {self.status} in {self.wall_seconds:.1f} s "
+            f"({self.pipeline_seconds:.1f} s in the pipeline)",
+            f"  documents seen   {c['documents_seen']}",
+            f"  new versions     {c['new_versions']}",
+            f"  unchanged        {c['unchanged']}",
+            f"  resumed          {c['resumed']}",
+            f"  parked           {c['parked']}" + (" (no converter route: " + ", ".join(self.parked[:5])
+                                                   + (", ..." if len(self.parked) > 5 else "") + ")"
+                                                   if self.parked else ""),
+            f"  failed           {c['failed']}",
+        ]
+        lines += [f"    {f['item']}: {f['stage']}: {f['error']}" for f in self.failures]
+        lines += [
+            f"  chunks           {c['chunks']}",
+            f"  vectors          {c['vectors_computed']} computed, {c['vectors_reused']} reused",
+            "  busy seconds per stage (summed over workers):",
+            "    " + "  ".join(f"{s} {self.stage_seconds.get(s, 0.0):.2f}" for s in records.STAGES),
+        ]
+        return "\n".join(lines)
+
+
+def _source_items(options: ImportOptions) -> list[dict[str, Any]]:
+    return list(list_sources(options.paths, options.source))
+
+
+def run_import(options: ImportOptions, settings: Settings) -> RunReport:
+    """Import `options.paths` into the memory named by `settings`; return the run report."""
+    import ray
+
+    started = time.perf_counter()
+    resources = runtime.init_ray(quiet=options.quiet)
+    if runtime.alive_nodes() > 1 and not settings.dsn:
+        raise store.StoreError("a multi-node Ray cluster needs a shared PostgreSQL: set CORPUSMEM_DSN "
+                               "(the embedded server listens on a local socket only)")
+    model = resolve_model(settings.embedding_model)
+    dim = embedding_dim(load_model(model, "cpu"))
+    authority = store.open_store(settings, embedding_model=model.name, embedding_dim=dim,
+                                 build_revision=runtime.build_revision())
+    with store.connect(authority.dsn) as conn:
+        store.drop_vector_indexes_if_empty(conn)
+        run_id = runs.start_run(conn, list(options.paths), _options_record(options))
+    report = RunReport(run_id)
+
+    items = _source_items(options)
+    use_gpu = resources.get("GPU", 0) >= 1
+    threads = max(1, int(resources.get("CPU", 1)) // max(options.workers, 1))
+    pool = ray.data.ActorPoolStrategy(size=options.workers)
+    b = options.batch_size
+    target = settings.chunk_target_chars
+    store_uri = settings.object_store_uri
+
+    ds = ray.data.from_items(items, override_num_blocks=max(1, min(len(items), 256)))
+    ds = ds.map_batches(stages.read, fn_kwargs={"options": options.source}, batch_size=b,
+                        batch_format="pyarrow", num_cpus=_TASK_CPUS)
+    ds = ds.map_batches(Ingest, fn_constructor_kwargs={"dsn": authority.dsn, "object_store": store_uri,
+                                                        "run_id": run_id, "routable": tuple(ROUTES)},
+                        compute=ray.data.ActorPoolStrategy(size=1), batch_size=b,
+                        batch_format="pyarrow", num_cpus=_DB_ACTOR_CPUS)
+    ds = ds.map_batches(stages.convert, batch_size=b, batch_format="pyarrow", num_cpus=_TASK_CPUS)
+    ds = ds.map_batches(stages.structure, fn_kwargs={"target_chars": target}, batch_size=b,
+                        batch_format="pyarrow", num_cpus=_TASK_CPUS)
+    ds = ds.map_batches(stages.chunk, fn_kwargs={"target_chars": target}, batch_size=b,
+                        batch_format="pyarrow", num_cpus=_TASK_CPUS)
+    ds = ds.map_batches(Embed, fn_constructor_kwargs={
+                            "model_path": model.path, "model_name": model.name,
+                            "device": "cuda" if use_gpu else settings.embedding_device,
+                            "batch_size": settings.embed_batch_size, "threads": threads},
+                        compute=pool, batch_size=b, batch_format="pyarrow",
+                        **({"num_gpus": 1} if use_gpu else {"num_cpus": 1}))
+    ds = ds.map_batches(Write, fn_constructor_kwargs={"dsn": authority.dsn, "object_store": store_uri,
+                                                       "run_id": run_id},
+                        compute=ray.data.ActorPoolStrategy(size=1), batch_size=b,
+                        batch_format="pyarrow", num_cpus=_DB_ACTOR_CPUS)
+
+    pipeline_started = time.perf_counter()
+    bar = tqdm(total=len(items), unit="doc", desc="import", disable=not options.progress,
+               file=sys.stderr, dynamic_ncols=True)
+    try:
+        for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
+            for row in batch.to_pylist():
+                report.add(row)
+            bar.update(batch.num_rows)
+            bar.set_postfix(chunks=report.chunks, failed=report.outcomes[records.FAILED], refresh=False)
+        report.status = "succeeded"
+    finally:
+        bar.close()
+        report.pipeline_seconds = time.perf_counter() - pipeline_started
+        report.wall_seconds = time.perf_counter() - started
+        if report.status != "succeeded":
+            report.status = "failed"
+        with store.connect(authority.dsn) as conn:
+            if report.status == "succeeded":
+                store.ensure_vector_indexes(conn)
+            runs.finish_run(conn, run_id, status=report.status, counts=report.counts,
+                            stage_seconds=dict(report.stage_seconds), report=report.as_dict())
+    return report
+
+
+def _options_record(options: ImportOptions) -> dict[str, Any]:
+    s = options.source
+    return {"source_kind": s.source_kind, "living": s.living, "include": list(s.include),
+            "exclude": list(s.exclude), "modified_at_from": s.modified_at_from,
+            "batch_size": options.batch_size, "workers": options.workers}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="files, folders or archives (zip, tar, tar.gz)")
+    parser.add_argument("--source-kind", default="file", help="source_kind of every document (default: file)")
+    parser.add_argument("--living", action="store_true",
+                        help="living mode: the latest version is the standing statement")
+    parser.add_argument("--include", action="append", default=[], metavar="GLOB",
+                        help="import only matching paths (repeatable)")
+    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                        help="skip matching paths (repeatable; wins over --include)")
+    parser.add_argument("--modified-at-from", choices=("mtime", "path", "sidecar"), default="mtime",
+                        help="source_modified_at from the file's mtime, a YYYY-MM-DD date in its "
+                             "path, or a <file>.meta.json sidecar (default: mtime)")
+    parser.add_argument("--batch-size", type=int, default=16, metavar="N", help="documents per batch")
+    parser.add_argument("--workers", type=int, default=1, metavar="N", help="embedder actors")
+    parser.add_argument("--verbose", action="store_true", help="Ray's own logs and per-operator progress")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def options_from_args(args: argparse.Namespace, settings: Settings) -> ImportOptions:
+    if args.batch_size < 1 or args.workers < 1:
+        raise SystemExit("corpusmem import: --batch-size and --workers must be at least 1")
+    source = SourceOptions.from_settings(
+        settings, source_kind=args.source_kind, living=args.living, include=tuple(args.include),
+        exclude=tuple(args.exclude), modified_at_from=args.modified_at_from)
+    return ImportOptions(paths=tuple(args.paths), source=source, batch_size=args.batch_size,
+                         workers=args.workers, quiet=not args.verbose, progress=not args.no_progress)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jobs.import_corpus", description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    settings = runtime.settings()
+    report = run_import(options_from_args(args, settings), settings)
+    print(report.render())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""Process-wide setup for entry points: settings, Ray, the build revision.
+
+Only `jobs/` touches the environment and global state (Ray's init, its DataContext); everything
+below it gets explicit arguments.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+
+from pipeline.settings import Settings, load_settings
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+_log = logging.getLogger(__name__)
+
+
+def settings(**overrides: object) -> Settings:
+    return load_settings(os.environ, **overrides)
+
+
+@cache
+def build_revision() -> str:
+    """Package version plus the git commit when running from a checkout."""
+    try:
+        version = metadata.version("corpusmem")
+    except metadata.PackageNotFoundError:
+        version = "0+unknown"
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=PROJECT_ROOT,
+                                capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return version
+    return f"{version}+g{commit}"
+
+
+def init_ray(*, num_cpus: int | None = None, quiet: bool = True) -> dict[str, float]:
+    """Connect to `RAY_ADDRESS` (shipping this project as the job's working dir) or start Ray
+    locally; return the cluster's resources."""
+    import ray
+
+    if not ray.is_initialized():
+        address = os.environ.get("RAY_ADDRESS") or None
+        runtime_env = None
+        if address and not os.environ.get("RAY_JOB_ID"):
+            # A client outside the cluster: ship the packages so workers import the same code.
+            runtime_env = {"working_dir": str(PROJECT_ROOT),
+                           "excludes": [".venv", ".corpusmem", ".git", "examples", "bench-*"]}
+        ray.init(address=address, num_cpus=None if address else num_cpus,
+                 runtime_env=runtime_env, log_to_driver=not quiet, include_dashboard=None,
+                 configure_logging=True, logging_level=logging.WARNING if quiet else logging.INFO)
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = not quiet
+    ctx.print_on_execution_start = not quiet
+    return ray.cluster_resources()
+
+
+def alive_nodes() -> int:
+    import ray
+
+    return sum(1 for node in ray.nodes() if node.get("Alive"))

@@ -1,0 +1,33 @@
+"""`corpusmem status`: per-stage counts by status, totals, and the latest import runs."""
+
+from __future__ import annotations
+
+from pipeline.settings import Settings
+from sql import runs, store
+
+
+def render(dsn: str) -> str:
+    with store.connect(dsn) as conn:
+        totals = runs.totals(conn)
+        stages = runs.stage_counts(conn)
+        versions = runs.version_counts(conn)
+        recent = runs.recent_runs(conn)
+    lines = ["memory: " + ", ".join(f"{v} {k}" for k, v in totals.items()),
+             "versions by status: " + (", ".join(f"{n} {s}" for s, n in versions) or "none"),
+             "stage          status       defer       versions"]
+    lines += [f"{stage:<14} {status:<12} {defer or '':<11} {n:>8}" for stage, status, defer, n in stages]
+    if recent:
+        lines.append("recent import runs:")
+        for run_id, status, started, finished, counts in recent:
+            took = f"{(finished - started).total_seconds():.1f} s" if finished else "unfinished"
+            summary = ", ".join(f"{k} {v}" for k, v in (counts or {}).items() if v)
+            lines.append(f"  {started:%Y-%m-%d %H:%M:%S} {run_id} {status} ({took}) {summary}")
+    return "\n".join(lines)
+
+
+def main(settings: Settings) -> int:
+    dsn = store.resolve_dsn(settings)
+    with store.connect(dsn) as conn:
+        store.migrate(conn)
+    print(render(dsn))
+    return 0

@@ -1,0 +1,1 @@
+"""Pure stage logic over records: no Ray, no database, no model weights."""

@@ -1,0 +1,124 @@
+"""Arrow schemas of the rows that flow through an import, declared once.
+
+One row is one document version on its way through the stages. Every stage takes and returns
+whole `DOC_SCHEMA` tables, filling the columns it owns, so that Ray Data never has to unify
+schemas inferred from batches that happen to hold only nulls. A row that failed keeps flowing
+with `outcome = "failed"`, `error` and `error_stage` set, and every later stage passes it on
+untouched, so the writer can record it (a per-row error column, never a dropped row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pyarrow as pa
+
+UTC_TS = pa.timestamp("us", tz="UTC")
+
+SECTION = pa.struct([
+    ("ord", pa.int32()),
+    ("heading", pa.string()),
+    ("level", pa.int32()),
+    ("role", pa.string()),
+    ("char_start", pa.int32()),
+    ("char_end", pa.int32()),
+])
+
+CHUNK = pa.struct([
+    ("ord", pa.int32()),
+    ("section_ord", pa.int32()),
+    ("char_start", pa.int32()),
+    ("char_end", pa.int32()),
+    ("text", pa.string()),
+    ("text_hash", pa.string()),
+    # float32 little-endian bytes: cheaper in Arrow than a list<float> and written as-is.
+    ("embedding", pa.binary()),
+    ("reused", pa.bool_()),
+])
+
+PRIOR_VECTOR = pa.struct([("text_hash", pa.string()), ("embedding", pa.binary())])
+
+# Outcomes a row can have after `ingest`.
+PROCESS = "process"        # a new version: run every stage
+RESUME = "resume"          # the latest version, but an earlier run did not finish it
+UNCHANGED = "unchanged"    # the latest version, finished: nothing to do
+PARKED = "parked"          # stored, but no converter route for its type
+FAILED = "failed"          # refused or failed; `error_stage` and `error` say where and why
+OUTCOMES = (PROCESS, RESUME, UNCHANGED, PARKED, FAILED)
+
+STAGES = ("read", "ingest", "convert", "structure", "chunk", "embed", "write")
+
+DOC_SCHEMA = pa.schema([
+    ("item", pa.string()),                 # what the user pointed at: path, or archive!member
+    ("source_kind", pa.string()),
+    ("source_ref", pa.string()),
+    ("filename", pa.string()),
+    ("title", pa.string()),
+    ("mime", pa.string()),
+    ("versioning_mode", pa.string()),
+    ("source_modified_at", UTC_TS),
+    ("source_version_ref", pa.string()),
+    ("content", pa.binary()),
+    ("size_bytes", pa.int64()),
+    # set by ingest
+    ("outcome", pa.string()),
+    ("doc_id", pa.string()),
+    ("version_id", pa.string()),
+    ("content_hash", pa.string()),
+    ("created", pa.bool_()),
+    ("prior_vectors", pa.list_(PRIOR_VECTOR)),
+    # set by convert / structure / chunk / embed
+    ("markdown", pa.string()),
+    ("converter", pa.string()),
+    ("converter_version", pa.string()),
+    ("derivation", pa.string()),
+    ("sections", pa.list_(SECTION)),
+    ("chunks", pa.list_(CHUNK)),
+    # errors
+    ("error_stage", pa.string()),
+    ("error", pa.string()),
+    # busy seconds spent on this row, per stage (a batch's time shared among its rows)
+    *[(f"s_{stage}", pa.float64()) for stage in STAGES],
+])
+
+COLUMNS = tuple(DOC_SCHEMA.names)
+
+
+def new_row(**values: Any) -> dict[str, Any]:
+    """A full row with every column present; unknown keys are a programming error."""
+    unknown = set(values) - set(COLUMNS)
+    if unknown:
+        raise KeyError(f"not columns of DOC_SCHEMA: {sorted(unknown)}")
+    row = dict.fromkeys(COLUMNS)
+    row.update(values)
+    return row
+
+
+def to_table(rows: Iterable[dict[str, Any]]) -> pa.Table:
+    return pa.Table.from_pylist(list(rows), schema=DOC_SCHEMA)
+
+
+def to_rows(batch: pa.Table) -> list[dict[str, Any]]:
+    missing = set(COLUMNS) - set(batch.column_names)
+    if missing:
+        raise ValueError(f"batch lacks DOC_SCHEMA columns {sorted(missing)}")
+    return batch.select(list(COLUMNS)).to_pylist()
+
+
+def fail(row: dict[str, Any], stage: str, error: str) -> dict[str, Any]:
+    """Mark a row failed at `stage`; its bytes and derived text are dropped to keep batches small."""
+    row.update(outcome=FAILED, error_stage=stage, error=error, content=None, markdown=None,
+               sections=None, chunks=None, prior_vectors=None)
+    return row
+
+
+def is_active(row: dict[str, Any]) -> bool:
+    """True when the row still has stages to run (new or resumed versions)."""
+    return row["outcome"] in (PROCESS, RESUME, None)
+
+
+def share_seconds(rows: list[dict[str, Any]], stage: str, seconds: float) -> None:
+    """Spread a batch's busy time over its rows, so per-stage totals add up across workers."""
+    for row in rows:
+        row[f"s_{stage}"] = seconds / max(len(rows), 1)

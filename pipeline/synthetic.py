@@ -1,0 +1,63 @@
+"""Generated team documents for benchmarks: many notes about the same people and projects.
+
+Deterministic for a seed. Documents overlap in who and what they mention (a small cast, a few
+projects), the way years of a team's notes do, and carry dates in their names so an import with
+`--modified-at-from path` dates them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+PEOPLE = ("Ravi", "Dana", "Priya", "Marco", "Lena", "Tomas", "Aiko", "Samir", "Jonas", "Maya",
+          "Elif", "Owen", "Nadia", "Felix", "Grace", "Hugo")
+PROJECTS = ("billing migration", "search team", "invoice system", "mobile app", "data platform",
+            "payments API", "onboarding flow", "audit logging", "support portal", "pricing engine")
+KINDS = ("standup", "planning", "retro", "spec", "weekly", "incident", "decision")
+
+_SENTENCES = (
+    "{p} leads the {j}.",
+    "{p} is working on the {j} this sprint.",
+    "The {j} launch is planned for {d}.",
+    "{p} and {q} agreed to move the {j} cutover to {d}.",
+    "{p} owns the schema change for the {j}.",
+    "The {j} depends on the {k}.",
+    "{p} reported {n} open bugs in the {j}.",
+    "{q} will review the {j} design before {d}.",
+    "The team decided to keep the {j} on the current database until {d}.",
+    "{p} moved from the {j} to the {k} on {d}.",
+    "Error rates for the {j} fell to {n} per thousand requests.",
+    "{q} is the on-call engineer for the {j}.",
+)
+
+
+@dataclass(frozen=True)
+class GeneratedDoc:
+    path: str      # relative path; starts with the document's date
+    text: str
+
+
+def _sentence(rng: random.Random, day: date) -> str:
+    p, q = rng.sample(PEOPLE, 2)
+    j, k = rng.sample(PROJECTS, 2)
+    when = day + timedelta(days=rng.randint(-30, 120))
+    return rng.choice(_SENTENCES).format(p=p, q=q, j=j, k=k, n=rng.randint(2, 90),
+                                         d=f"{when:%B} {when.day}, {when.year}")
+
+
+def generate(count: int, seed: int = 7, start: date = date(2024, 1, 1)) -> Iterator[GeneratedDoc]:
+    """`count` Markdown documents of about 1–3 KB, each with a title and 2–4 sections."""
+    rng = random.Random(seed)
+    for i in range(count):
+        day = start + timedelta(days=rng.randint(0, 900))
+        kind = rng.choice(KINDS)
+        project = rng.choice(PROJECTS)
+        lines = [f"# {project.title()} {kind} {day:%Y-%m-%d}", ""]
+        for _ in range(rng.randint(2, 4)):
+            lines += [f"## {rng.choice(('Status', 'Decisions', 'Risks', 'Next steps', 'Notes', 'Owners'))}", ""]
+            for _ in range(rng.randint(1, 3)):
+                lines += [" ".join(_sentence(rng, day) for _ in range(rng.randint(2, 5))), ""]
+        yield GeneratedDoc(path=f"{day:%Y/%m}/{day:%Y-%m-%d}-{kind}-{i:06d}.md", text="\n".join(lines))

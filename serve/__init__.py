@@ -1,0 +1,1 @@
+"""The Ray Serve read API (not built yet)."""

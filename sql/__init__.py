@@ -1,0 +1,1 @@
+"""Everything that knows table names: migrations, the store, the embedded PostgreSQL."""

@@ -1,0 +1,32 @@
+"""Read queries used by `corpusmem demo` to show what an import wrote."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import psycopg
+from pgvector import Vector
+
+
+def documents(conn: psycopg.Connection) -> list[tuple[Any, ...]]:
+    return conn.execute(
+        "SELECT d.title, v.mime, v.source_modified_at, v.status,"
+        " (SELECT count(*) FROM sections s WHERE s.version_id = v.version_id),"
+        " (SELECT count(*) FROM chunks c WHERE c.version_id = v.version_id)"
+        " FROM documents d JOIN LATERAL (SELECT * FROM versions v WHERE v.doc_id = d.doc_id"
+        " ORDER BY v.seq DESC LIMIT 1) v ON true WHERE d.deleted_at IS NULL"
+        " ORDER BY v.source_modified_at NULLS LAST, d.title").fetchall()
+
+
+def non_body_sections(conn: psycopg.Connection) -> list[tuple[Any, ...]]:
+    return conn.execute(
+        "SELECT d.title, s.heading, s.role FROM sections s JOIN versions v USING (version_id)"
+        " JOIN documents d USING (doc_id) WHERE s.role <> 'body' ORDER BY d.title, s.ord").fetchall()
+
+
+def nearest_chunks(conn: psycopg.Connection, vector: np.ndarray, k: int) -> list[tuple[Any, ...]]:
+    return conn.execute(
+        "SELECT d.title, c.char_start, c.char_end, c.embedding <=> %s AS distance, c.text"
+        " FROM chunks c JOIN documents d USING (doc_id) WHERE d.deleted_at IS NULL"
+        " ORDER BY distance LIMIT %s", (Vector(vector), k)).fetchall()

@@ -1,0 +1,139 @@
+"""The `ingest` stage against the authority: identity, versions, `created`, resumption.
+
+One call per document version, in its own transaction, with the document row locked, so two
+writers of the same `(source_kind, source_ref)` are serialised and a failure of one item never
+touches another. IDs are derived from content (`doc_id` from the source pair, `version_id` from
+the document, sequence number and bytes), so re-running an import creates nothing twice.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import psycopg
+
+# A fixed namespace: IDs must come out the same in every process and on every run.
+NAMESPACE = uuid.UUID("5b0f4a3e-6c1d-4e0a-9a5e-2f8d7c6b1a90")
+
+# Statuses of a version whose early stages an earlier run started and did not finish.
+_UNFINISHED = ("ingesting", "converting", "structuring")
+
+
+def doc_id_for(source_kind: str, source_ref: str) -> str:
+    return str(uuid.uuid5(NAMESPACE, f"doc\x00{source_kind}\x00{source_ref}"))
+
+
+def version_id_for(doc_id: str, seq: int, content_hash: str) -> str:
+    return str(uuid.uuid5(NAMESPACE, f"version\x00{doc_id}\x00{seq}\x00{content_hash}"))
+
+
+def child_id(version_id: str, kind: str, ord_: int) -> str:
+    """IDs of sections and chunks: fixed by their version and position."""
+    return str(uuid.uuid5(NAMESPACE, f"{kind}\x00{version_id}\x00{ord_}"))
+
+
+@dataclass(frozen=True)
+class Ingested:
+    doc_id: str
+    version_id: str
+    created: bool
+    outcome: str            # process | resume | unchanged | parked
+    mime: str               # the sticky type of these bytes
+    title: str
+    versioning_mode: str
+    parked: str | None
+    prior_vectors: list[tuple[str, bytes]]
+
+
+def ingest_version(
+    conn: psycopg.Connection, *, source_kind: str, source_ref: str, title: str, filename: str,
+    versioning_mode: str, mime: str, content_hash: str, size_bytes: int, object_key: str,
+    source_modified_at: datetime | None, source_version_ref: str | None,
+    routable: Collection[str], run_id: str | None,
+) -> Ingested:
+    """Record one version of a document (bytes already in the object store)."""
+    if source_modified_at is not None and source_modified_at.utcoffset() is None:
+        raise ValueError("source_modified_at must be timezone-aware UTC")
+    routable = list(routable)
+    doc_id = doc_id_for(source_kind, source_ref)
+    with conn.transaction():
+        conn.execute(
+            "INSERT INTO content_objects (content_hash, size_bytes, mime, object_key)"
+            " VALUES (%s, %s, %s, %s) ON CONFLICT (content_hash) DO NOTHING",
+            (content_hash, size_bytes, mime, object_key))
+        # The type is sticky per content, except that a routable type replaces one that has no
+        # route, which releases the parked conversions of those bytes.
+        stored_mime = conn.execute(
+            "UPDATE content_objects SET mime = CASE WHEN mime <> ALL(%(r)s) AND %(m)s = ANY(%(r)s)"
+            " THEN %(m)s ELSE mime END WHERE content_hash = %(h)s RETURNING mime",
+            {"r": routable, "m": mime, "h": content_hash}).fetchone()[0]
+        conn.execute(
+            "INSERT INTO documents (doc_id, source_kind, source_ref, title, filename, versioning_mode)"
+            " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (source_kind, source_ref) DO NOTHING",
+            (doc_id, source_kind, source_ref, title, filename, versioning_mode))
+        doc_title, doc_mode, deleted_at = conn.execute(
+            "SELECT title, versioning_mode, deleted_at FROM documents WHERE doc_id = %s FOR UPDATE",
+            (doc_id,)).fetchone()
+        latest = conn.execute(
+            "SELECT version_id, seq, content_hash, status, parked_reason, mime FROM versions"
+            " WHERE doc_id = %s ORDER BY seq DESC LIMIT 1", (doc_id,)).fetchone()
+
+        if latest is not None and latest[2] == content_hash and deleted_at is None:
+            version_id, _, _, status, parked_reason, version_mime = latest
+            version_id = str(version_id)
+            if source_version_ref is not None:
+                conn.execute(
+                    "UPDATE versions SET source_version_ref = %s WHERE version_id = %s"
+                    " AND source_version_ref IS DISTINCT FROM %s",
+                    (source_version_ref, version_id, source_version_ref))
+            if parked_reason is not None and stored_mime in routable:
+                conn.execute(
+                    "UPDATE versions SET mime = %s, parked_reason = NULL WHERE version_id = %s",
+                    (stored_mime, version_id))
+                outcome, parked = "resume", None
+            elif parked_reason is not None:
+                outcome, parked = "unchanged", parked_reason
+            elif status in _UNFINISHED:
+                outcome, parked = "resume", None
+            else:
+                # ready, or failed: re-sending identical bytes does not restart a failed version
+                outcome, parked = "unchanged", None
+            return Ingested(doc_id, version_id, False, outcome, stored_mime if outcome == "resume"
+                            else version_mime, doc_title, doc_mode, parked,
+                            _prior_vectors(conn, doc_id, version_id) if outcome == "resume" else [])
+
+        seq = 1 if latest is None else latest[1] + 1
+        version_id = version_id_for(doc_id, seq, content_hash)
+        if deleted_at is not None:
+            conn.execute("UPDATE documents SET deleted_at = NULL WHERE doc_id = %s", (doc_id,))
+        conn.execute(
+            "INSERT INTO versions (version_id, doc_id, seq, content_hash, mime, source_modified_at,"
+            " source_version_ref, status, import_run_id) VALUES (%s, %s, %s, %s, %s, %s, %s,"
+            " 'converting', %s)",
+            (version_id, doc_id, seq, content_hash, stored_mime, source_modified_at,
+             source_version_ref, run_id))
+        conn.execute(
+            "INSERT INTO stage_work (version_id, stage, status, attempts, started_at, finished_at)"
+            " VALUES (%s, 'ingest', 'succeeded', 1, now(), now()), (%s, 'convert', 'pending', 0, NULL, NULL)",
+            (version_id, version_id))
+        return Ingested(doc_id, version_id, True, "process", stored_mime, doc_title, doc_mode, None,
+                        _prior_vectors(conn, doc_id, version_id))
+
+
+def _prior_vectors(conn: psycopg.Connection, doc_id: str, version_id: str) -> list[tuple[str, bytes]]:
+    """(text hash, float32 bytes) of the document's most recent finished version other than this
+    one: a chunk whose text is unchanged reuses that vector instead of being embedded again."""
+    rows = conn.execute(
+        "SELECT c.text_hash, c.embedding::real[] FROM chunks c WHERE c.version_id = ("
+        "  SELECT v.version_id FROM versions v WHERE v.doc_id = %s AND v.version_id <> %s"
+        "  AND v.status = 'ready' ORDER BY v.seq DESC LIMIT 1)"
+        " AND c.embedding IS NOT NULL",
+        (doc_id, version_id)).fetchall()
+    seen: dict[str, bytes] = {}
+    for text_hash, values in rows:
+        seen.setdefault(text_hash, np.asarray(values, dtype=np.float32).tobytes())
+    return sorted(seen.items())

@@ -1,0 +1,117 @@
+"""The `write` stage: a batch of finished versions lands in one transaction, by binary COPY.
+
+A version's representation, sections, chunks (with vectors) and stage statuses are written
+together with its `ready` status, so a version is either complete or absent: a crashed import,
+re-run, resumes exactly the versions that did not land. Binary COPY with declared types is the
+fast path into PostgreSQL (pgvector's own loading example); text COPY of 384-d vectors is about
+ten times slower.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import psycopg
+from pgvector import Vector
+
+from pipeline import records
+from sql.ingest import child_id
+
+# Pipeline stage → the per-version work stage whose status records it.
+WORK_STAGE = {
+    "read": "ingest", "ingest": "ingest", "convert": "convert", "structure": "structure",
+    "chunk": "chunk", "embed": "embed_chunk", "write": "embed_chunk",
+}
+WORK_STAGES = ("ingest", "convert", "structure", "chunk", "embed_chunk")
+
+_SECTION_COLUMNS = ("section_id", "version_id", "ord", "heading", "level", "role", "char_start", "char_end")
+_SECTION_TYPES = ("uuid", "uuid", "int4", "text", "int4", "text", "int4", "int4")
+_CHUNK_COLUMNS = ("chunk_id", "version_id", "doc_id", "section_id", "ord", "char_start", "char_end",
+                  "text", "text_hash", "embedding", "embedding_reused")
+_CHUNK_TYPES = ("uuid", "uuid", "uuid", "uuid", "int4", "int4", "int4", "text", "text", "vector", "bool")
+
+
+def _copy(cur: psycopg.Cursor, table: str, columns: tuple[str, ...], types: tuple[str, ...],
+          rows: Iterable[tuple[Any, ...]]) -> None:
+    stmt = psycopg.sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT BINARY)").format(
+        psycopg.sql.Identifier(table), psycopg.sql.SQL(", ").join(map(psycopg.sql.Identifier, columns)))
+    with cur.copy(stmt) as copy:
+        copy.set_types(list(types))
+        for row in rows:
+            copy.write_row(row)
+
+
+def _set_stages(cur: psycopg.Cursor, version_id: str, statuses: dict[str, tuple[str, str | None, str | None]]) -> None:
+    """Upsert (status, defer_reason, last_error) per stage for one version."""
+    for stage, (status, defer_reason, error) in statuses.items():
+        cur.execute(
+            "INSERT INTO stage_work (version_id, stage, status, defer_reason, attempts, last_error,"
+            " started_at, finished_at) VALUES (%(v)s, %(s)s, %(st)s, %(d)s,"
+            " CASE WHEN %(st)s IN ('succeeded', 'failed') THEN 1 ELSE 0 END, %(e)s, now(),"
+            " CASE WHEN %(st)s IN ('succeeded', 'failed', 'skipped') THEN now() END)"
+            " ON CONFLICT (version_id, stage) DO UPDATE SET status = EXCLUDED.status,"
+            " defer_reason = EXCLUDED.defer_reason, last_error = EXCLUDED.last_error,"
+            " attempts = stage_work.attempts + EXCLUDED.attempts, finished_at = EXCLUDED.finished_at,"
+            " started_at = COALESCE(stage_work.started_at, EXCLUDED.started_at), updated_at = now()",
+            {"v": version_id, "s": stage, "st": status, "d": defer_reason, "e": error})
+
+
+def write_finished(conn: psycopg.Connection, rows: list[dict[str, Any]], md_keys: dict[str, str]) -> None:
+    """Write versions that went through every stage (outcome process/resume, no error)."""
+    with conn.cursor() as cur:
+        for row in rows:
+            cur.execute(
+                "INSERT INTO representations (version_id, converter, converter_version, derivation,"
+                " object_key, char_count) VALUES (%s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (version_id) DO NOTHING",
+                (row["version_id"], row["converter"], row["converter_version"], row["derivation"],
+                 md_keys[row["version_id"]], len(row["markdown"])))
+        _copy(cur, "sections", _SECTION_COLUMNS, _SECTION_TYPES, (
+            (child_id(r["version_id"], "section", s["ord"]), r["version_id"], s["ord"], s["heading"],
+             s["level"], s["role"], s["char_start"], s["char_end"])
+            for r in rows for s in r["sections"]))
+        _copy(cur, "chunks", _CHUNK_COLUMNS, _CHUNK_TYPES, (
+            (child_id(r["version_id"], "chunk", c["ord"]), r["version_id"], r["doc_id"],
+             child_id(r["version_id"], "section", c["section_ord"]), c["ord"], c["char_start"],
+             c["char_end"], c["text"], c["text_hash"],
+             Vector(np.frombuffer(c["embedding"], dtype=np.float32)), bool(c["reused"]))
+            for r in rows for c in r["chunks"]))
+        for row in rows:
+            cur.execute("UPDATE versions SET status = 'ready', error = NULL, parked_reason = NULL"
+                        " WHERE version_id = %s", (row["version_id"],))
+            _set_stages(cur, row["version_id"], {
+                stage: ("succeeded", None, None) for stage in WORK_STAGES[1:]})
+
+
+def write_unfinished(conn: psycopg.Connection, row: dict[str, Any]) -> None:
+    """Record a version that failed at some stage or is parked for want of a converter route."""
+    if row["version_id"] is None:
+        return  # refused before it became a version: only the run report holds it
+    with conn.cursor() as cur:
+        if row["outcome"] == records.PARKED:
+            cur.execute("UPDATE versions SET parked_reason = 'no_route', status = 'converting'"
+                        " WHERE version_id = %s", (row["version_id"],))
+            _set_stages(cur, row["version_id"], {"convert": ("pending", "no_route", None)})
+            return
+        failed_stage = WORK_STAGE[row["error_stage"]]
+        cur.execute("UPDATE versions SET status = 'failed', error = %s WHERE version_id = %s",
+                    (f"{failed_stage}: {row['error']}", row["version_id"]))
+        statuses: dict[str, tuple[str, str | None, str | None]] = {}
+        for stage in WORK_STAGES[1:]:
+            if stage == failed_stage:
+                statuses[stage] = ("failed", None, row["error"])
+                break
+            statuses[stage] = ("succeeded", None, None)
+        _set_stages(cur, row["version_id"], statuses)
+
+
+def record_run_items(conn: psycopg.Connection, run_id: str, rows: list[dict[str, Any]]) -> None:
+    """Items of a run that did not simply land: refused, failed or parked."""
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO import_run_items (run_id, item, outcome, stage, error, version_id)"
+            " VALUES (%s, %s, %s, %s, %s, %s)",
+            [(run_id, r["item"], r["outcome"], r["error_stage"], r["error"], r["version_id"])
+             for r in rows])
