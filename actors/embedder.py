@@ -51,6 +51,8 @@ def load_model(ref: ModelRef, device: str = "auto", threads: int | None = None):
     """Load a SentenceTransformer offline; `threads` sets torch's intra-op threads on CPU."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     import torch
     from sentence_transformers import SentenceTransformer
 

@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 from tqdm import tqdm
 
 from actors.db_writer import Ingest, Write
@@ -28,6 +29,10 @@ from pipeline.convert import ROUTES
 from pipeline.settings import Settings
 from pipeline.sources import SourceOptions, list_sources
 from sql import runs, store
+
+# The columns of `pipeline.sources.SourceItem`.
+_ITEM_SCHEMA = pa.schema([("item", pa.string()), ("path", pa.string()), ("source_ref", pa.string()),
+                          ("size", pa.int64()), ("mtime", records.UTC_TS), ("error", pa.string())])
 
 # Fractions of a CPU for the actors that mostly wait on PostgreSQL, so that on a small machine
 # they leave the cores to the embedder and the conversion tasks.
@@ -63,7 +68,8 @@ class RunReport:
     def add(self, row: dict[str, Any]) -> None:
         self.seen += 1
         outcome = row["outcome"]
-        self.outcomes["new" if row["created"] else outcome] += 1
+        self.outcomes[outcome] += 1
+        self.outcomes["new"] += bool(row["created"])
         if outcome == records.FAILED:
             self.failures.append({"item": row["item"], "stage": row["error_stage"], "error": row["error"]})
         elif outcome == records.PARKED:
@@ -117,6 +123,18 @@ def _source_items(options: ImportOptions) -> list[dict[str, Any]]:
     return list(list_sources(options.paths, options.source))
 
 
+def _items_dataset(items: list[dict[str, Any]]):
+    """Source items as Arrow blocks (not `from_items`, which goes through numpy and loses the
+    time zone of `mtime`), a few items per block so reading spreads over tasks."""
+    import ray
+
+    if not items:
+        return ray.data.from_arrow(pa.Table.from_pylist([], schema=_ITEM_SCHEMA))
+    per_block = max(1, len(items) // 256 + 1)
+    return ray.data.from_arrow([pa.Table.from_pylist(items[i:i + per_block], schema=_ITEM_SCHEMA)
+                                for i in range(0, len(items), per_block)])
+
+
 def run_import(options: ImportOptions, settings: Settings) -> RunReport:
     """Import `options.paths` into the memory named by `settings`; return the run report."""
     import ray
@@ -143,7 +161,7 @@ def run_import(options: ImportOptions, settings: Settings) -> RunReport:
     target = settings.chunk_target_chars
     store_uri = settings.object_store_uri
 
-    ds = ray.data.from_items(items, override_num_blocks=max(1, min(len(items), 256)))
+    ds = _items_dataset(items)
     ds = ds.map_batches(stages.read, fn_kwargs={"options": options.source}, batch_size=b,
                         batch_format="pyarrow", num_cpus=_TASK_CPUS)
     ds = ds.map_batches(Ingest, fn_constructor_kwargs={"dsn": authority.dsn, "object_store": store_uri,

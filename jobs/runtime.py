@@ -53,7 +53,9 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True) -> dict[str, fl
                            "excludes": [".venv", ".corpusmem", ".git", "examples", "bench-*"]}
         ray.init(address=address, num_cpus=None if address else num_cpus,
                  runtime_env=runtime_env, log_to_driver=not quiet, include_dashboard=None,
-                 configure_logging=True, logging_level=logging.WARNING if quiet else logging.INFO)
+                 configure_logging=True, logging_level=logging.ERROR if quiet else logging.INFO)
+    if quiet:
+        logging.getLogger("ray.data").setLevel(logging.ERROR)
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = not quiet
     ctx.print_on_execution_start = not quiet

@@ -11,6 +11,7 @@ non-whitespace character of the document lies in exactly one block.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from markdown_it import MarkdownIt
@@ -73,14 +74,14 @@ def split_blocks(markdown: str, max_block_chars: int) -> list[Block]:
     cursor = 0
     for span in spans:
         start = max(span.char_start, cursor)
-        blocks.extend(_gap(markdown, cursor, start))
+        blocks.extend(_gap(markdown, cursor, start, max_block_chars))
         block = _trimmed(markdown, span, start)
         if block is not None:
             blocks.extend(_capped(markdown, block, max_block_chars))
             cursor = block.char_end
         else:
             cursor = max(cursor, span.char_end)
-    blocks.extend(_gap(markdown, cursor, len(markdown)))
+    blocks.extend(_gap(markdown, cursor, len(markdown), max_block_chars))
     return blocks
 
 
@@ -103,7 +104,8 @@ def _front_matter_lines(markdown: str) -> int:
     return len(_LINE_END.findall(markdown, 0, closing.start())) + 1
 
 
-def _parse(markdown: str, line_starts: list[int], skip_lines: int):
+def _parse(markdown: str, line_starts: list[int], skip_lines: int
+           ) -> Iterator[tuple[str, int, int, int, str]]:
     """(kind, first line, end line, heading level, heading text) of each top-level construct."""
     body = markdown[line_starts[skip_lines]:]
     tokens = _PARSER.parse(body)
@@ -132,9 +134,10 @@ def _trimmed(markdown: str, span: Block, start: int) -> Block | None:
     return Block(span.kind, start, end, span.level, span.text)
 
 
-def _gap(markdown: str, start: int, end: int) -> list[Block]:
+def _gap(markdown: str, start: int, end: int, cap: int) -> list[Block]:
+    """Text between parsed blocks (e.g. link reference definitions) as capped `other` blocks."""
     block = _trimmed(markdown, Block(OTHER, start, end), start)
-    return [] if block is None else [block]
+    return [] if block is None else _capped(markdown, block, cap)
 
 
 def _capped(markdown: str, block: Block, cap: int) -> list[Block]:

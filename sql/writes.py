@@ -9,6 +9,7 @@ ten times slower.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -31,6 +32,11 @@ _SECTION_TYPES = ("uuid", "uuid", "int4", "text", "int4", "text", "int4", "int4"
 _CHUNK_COLUMNS = ("chunk_id", "version_id", "doc_id", "section_id", "ord", "char_start", "char_end",
                   "text", "text_hash", "embedding", "embedding_reused")
 _CHUNK_TYPES = ("uuid", "uuid", "uuid", "uuid", "int4", "int4", "int4", "text", "text", "vector", "bool")
+
+
+def _uuid(value: str) -> uuid.UUID:
+    """Binary COPY takes `uuid.UUID` objects, not their text."""
+    return uuid.UUID(value)
 
 
 def _copy(cur: psycopg.Cursor, table: str, columns: tuple[str, ...], types: tuple[str, ...],
@@ -69,12 +75,12 @@ def write_finished(conn: psycopg.Connection, rows: list[dict[str, Any]], md_keys
                 (row["version_id"], row["converter"], row["converter_version"], row["derivation"],
                  md_keys[row["version_id"]], len(row["markdown"])))
         _copy(cur, "sections", _SECTION_COLUMNS, _SECTION_TYPES, (
-            (child_id(r["version_id"], "section", s["ord"]), r["version_id"], s["ord"], s["heading"],
+            (_uuid(child_id(r["version_id"], "section", s["ord"])), _uuid(r["version_id"]), s["ord"], s["heading"],
              s["level"], s["role"], s["char_start"], s["char_end"])
             for r in rows for s in r["sections"]))
         _copy(cur, "chunks", _CHUNK_COLUMNS, _CHUNK_TYPES, (
-            (child_id(r["version_id"], "chunk", c["ord"]), r["version_id"], r["doc_id"],
-             child_id(r["version_id"], "section", c["section_ord"]), c["ord"], c["char_start"],
+            (_uuid(child_id(r["version_id"], "chunk", c["ord"])), _uuid(r["version_id"]), _uuid(r["doc_id"]),
+             _uuid(child_id(r["version_id"], "section", c["section_ord"])), c["ord"], c["char_start"],
              c["char_end"], c["text"], c["text_hash"],
              Vector(np.frombuffer(c["embedding"], dtype=np.float32)), bool(c["reused"]))
             for r in rows for c in r["chunks"]))

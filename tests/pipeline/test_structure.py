@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
+from docx import Document
 
 from pipeline.blocks import Block, split_blocks
 from pipeline.convert import convert
@@ -241,9 +244,6 @@ def test_heading_role(heading, role):
 
 
 def test_converted_docx_headings_make_sections():
-    io = pytest.importorskip("io")
-    from docx import Document
-
     document = Document()
     document.add_heading("Report", level=1)
     document.add_paragraph("Body text.")

@@ -1,0 +1,291 @@
+"""The import spine end to end: Ray Data pipeline into a fresh embedded-PostgreSQL memory."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import stat
+import zipfile
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from actors.object_store import ObjectStore
+from jobs.import_corpus import ImportOptions, RunReport, run_import
+from pipeline.settings import Settings
+from pipeline.sources import SourceOptions
+
+pytestmark = pytest.mark.integration
+
+
+def do_import(memory: Settings, *paths: Path | str, batch_size: int = 4, workers: int = 1,
+              **source: object) -> RunReport:
+    options = ImportOptions(paths=tuple(str(p) for p in paths),
+                            source=SourceOptions.from_settings(memory, **source),
+                            batch_size=batch_size, workers=workers, progress=False)
+    return run_import(options, memory)
+
+
+def rows(memory: Settings, query: str, *params: object) -> list[tuple]:
+    with psycopg.connect(memory.dsn) as conn:
+        return conn.execute(query, params).fetchall()
+
+
+def table_counts(memory: Settings) -> dict[str, int]:
+    tables = ("documents", "versions", "content_objects", "representations", "sections", "chunks",
+              "stage_work")
+    return {t: rows(memory, f"SELECT count(*) FROM {t}")[0][0] for t in tables}
+
+
+def test_example_corpus_lands_whole_with_exact_offsets(memory, ray_local, example_corpus):
+    report = do_import(memory, example_corpus, modified_at_from="path")
+
+    assert report.counts["failed"] == 0, report.failures
+    # 8 files + 3 zip members (the zip itself is expanded, not a document)
+    assert report.counts["documents_seen"] == 11
+    assert report.counts["new_versions"] == 11
+    assert report.counts["chunks"] > 11
+    assert rows(memory, "SELECT status, count(*) FROM versions GROUP BY 1") == [("ready", 11)]
+    refs = {r[0] for r in rows(memory, "SELECT source_ref FROM documents")}
+    assert any(ref.endswith("2026-05-weekly-notes.zip!2026-05-08-weekly.md") for ref in refs)
+    dated = dict(rows(memory, "SELECT d.filename, v.source_modified_at::date::text FROM versions v "
+                              "JOIN documents d USING (doc_id)"))
+    assert dated["2026-06-12-retro.pdf"] == "2026-06-12"
+    assert dated["oncall-roster.md"] is None  # no date in the path: nothing is invented
+    # every stage of every version succeeded
+    assert rows(memory, "SELECT DISTINCT stage, status FROM stage_work ORDER BY 1") == [
+        ("chunk", "succeeded"), ("convert", "succeeded"), ("embed_chunk", "succeeded"),
+        ("ingest", "succeeded"), ("structure", "succeeded")]
+    # chunk text is exactly the characters of document.md it claims to span
+    objects = ObjectStore(memory.object_store_uri)
+    for key, char_count, chunks in rows(
+            memory, "SELECT r.object_key, r.char_count, array_agg(array[c.char_start::text, c.char_end::text, c.text]"
+                    " ORDER BY c.ord) FROM representations r JOIN chunks c USING (version_id) GROUP BY 1, 2"):
+        markdown = objects.get(key).decode("utf-8")
+        assert len(markdown) == char_count
+        for start, end, text in chunks:
+            assert markdown[int(start):int(end)] == text
+    # one vector per chunk, of the pinned dimension, and a keyword index entry
+    assert rows(memory, "SELECT count(*), count(embedding), min(vector_dims(embedding)), "
+                        "count(*) FILTER (WHERE tsv IS NOT NULL) FROM chunks")[0] == (
+        report.counts["chunks"],) * 2 + (384, report.counts["chunks"])
+    assert rows(memory, "SELECT embedding_model, embedding_dim FROM deployment") == [("all-MiniLM-L6-v2", 384)]
+    assert rows(memory, "SELECT to_regclass('chunks_embedding_hnsw') IS NOT NULL")[0][0]
+    run = rows(memory, "SELECT status, counts->>'new_versions', stage_seconds ? 'embed' FROM import_runs")
+    assert run == [("succeeded", "11", True)]
+    roles = {r[0] for r in rows(memory, "SELECT role FROM sections")}
+    assert {"body", "appendix", "references"} <= roles
+
+
+def test_reimport_of_unchanged_sources_creates_nothing_and_embeds_nothing(memory, ray_local, example_corpus):
+    do_import(memory, example_corpus, modified_at_from="path")
+    before = table_counts(memory)
+
+    again = do_import(memory, example_corpus, modified_at_from="path")
+
+    assert again.counts["new_versions"] == 0
+    assert again.counts["unchanged"] == 11
+    assert again.counts["vectors_computed"] == 0 and again.counts["chunks"] == 0
+    assert table_counts(memory) == before
+
+
+def _long_doc(paragraphs: list[str]) -> str:
+    return "# Billing notes\n\n" + "\n\n".join(paragraphs) + "\n"
+
+
+def test_changed_document_gets_a_version_and_reuses_vectors_of_unchanged_chunks(memory, ray_local, tmp_path):
+    paragraphs = [f"Paragraph {i}: " + ("Ravi reviewed the invoice system and wrote it down. " * 12)
+                  for i in range(6)]
+    doc = tmp_path / "corpus" / "notes.md"
+    doc.parent.mkdir()
+    doc.write_text(_long_doc(paragraphs))
+    first = do_import(memory, doc.parent)
+    assert first.counts["chunks"] >= 4
+
+    paragraphs[-1] = "Paragraph 5 now says that Dana leads the billing migration. " * 10
+    doc.write_text(_long_doc(paragraphs))
+    second = do_import(memory, doc.parent)
+
+    assert second.counts["new_versions"] == 1
+    assert second.counts["vectors_reused"] >= first.counts["chunks"] - 2
+    assert 1 <= second.counts["vectors_computed"] <= 2
+    versions = rows(memory, "SELECT seq, status FROM versions ORDER BY seq")
+    assert versions == [(1, "ready"), (2, "ready")]
+    # the reused vectors are the very vectors of the earlier version's identical chunks
+    same = rows(memory, "SELECT count(*) FROM chunks a JOIN chunks b ON a.text_hash = b.text_hash"
+                        " AND a.version_id <> b.version_id WHERE a.embedding = b.embedding AND b.embedding_reused")
+    assert same[0][0] == second.counts["vectors_reused"]
+
+    # bytes equal to an older version: a revert is a new version, never a jump back
+    doc.write_text(_long_doc([f"Paragraph {i}: " + ("Ravi reviewed the invoice system and wrote it down. " * 12)
+                              for i in range(6)]))
+    third = do_import(memory, doc.parent)
+    assert third.counts["new_versions"] == 1
+    assert [r[0] for r in rows(memory, "SELECT seq FROM versions ORDER BY seq")] == [1, 2, 3]
+    assert rows(memory, "SELECT count(DISTINCT content_hash) FROM versions")[0][0] == 2
+
+
+def _zip(members: dict[str, bytes], *, symlink: str | None = None) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+        if symlink:
+            info = zipfile.ZipInfo(symlink)
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            zf.writestr(info, "/etc/passwd")
+    return buf.getvalue()
+
+
+def test_bad_inputs_are_reported_per_item_and_everything_else_lands(memory, ray_local, tmp_path):
+    corpus = tmp_path / "bad"
+    corpus.mkdir()
+    (corpus / "good.md").write_text("# Good\n\nDana leads the billing migration.\n")
+    (corpus / "empty.md").write_bytes(b"")
+    (corpus / "latin1.txt").write_bytes("caf\xe9 au lait".encode("latin-1"))
+    (corpus / "corrupt.docx").write_bytes(b"PK\x03\x04 this is not a word document")
+    (corpus / "corrupt.pdf").write_bytes(b"%PDF-1.7\n%\xe2\xe3 truncated")
+    (corpus / "huge.txt").write_bytes(b"x" * 5000)
+    (corpus / "nul.txt").write_bytes(b"before\x00after")
+    (corpus / "bomb.zip").write_bytes(_zip({"zeros.txt": b"0" * 3_000_000, "fine.md": b"# Fine\n\nPriya joined.\n"}))
+    (corpus / "evil.zip").write_bytes(_zip({"../escape.md": b"# Escape\n", "/abs.md": b"# Abs\n",
+                                            "ok.md": b"# Ok\n\nMarco joined.\n", "dup.md": b"# One\n"},
+                                           symlink="link.md"))
+    with zipfile.ZipFile(corpus / "evil.zip", "a") as zf:
+        zf.writestr("dup.md", b"# Two\n")
+    settings = memory.model_copy(update={"max_file_bytes": 4000, "archive_max_ratio": 50})
+
+    report = do_import(settings, corpus)
+
+    failures = {f["item"].rsplit("/", 1)[-1]: f for f in report.failures}
+    expected = {
+        "empty.md": ("convert", "empty"),
+        "latin1.txt": ("convert", "UTF-8"),
+        "corrupt.docx": ("convert", "markitdown"),
+        "corrupt.pdf": ("convert", "markitdown"),
+        "huge.txt": ("read", "CORPUSMEM_MAX_FILE_BYTES"),
+        "nul.txt": ("convert", "NUL"),
+        "bomb.zip!zeros.txt": ("read", "ratio"),
+        "evil.zip!../escape.md": ("read", "unsafe"),
+        "evil.zip!/abs.md": ("read", "unsafe"),
+        "evil.zip!link.md": ("read", "link"),
+        "evil.zip!dup.md": ("read", "duplicate"),
+    }
+    for name, (stage, reason) in expected.items():
+        assert name in failures, f"{name} not reported; got {sorted(failures)}"
+        assert failures[name]["stage"] == stage, failures[name]
+        assert reason.lower() in failures[name]["error"].lower(), failures[name]
+    assert len(report.failures) == len(expected)
+    landed = {r[0].rsplit("/", 1)[-1] for r in rows(memory, "SELECT d.source_ref FROM documents d JOIN versions v"
+                                                            " USING (doc_id) WHERE v.status = 'ready'")}
+    assert landed == {"good.md", "bomb.zip!fine.md", "evil.zip!ok.md", "evil.zip!dup.md"}
+    # versions that exist carry a failed stage with the reason; refused items never became versions
+    failed_work = dict(rows(memory, "SELECT d.filename, w.stage FROM stage_work w JOIN versions v USING (version_id)"
+                                    " JOIN documents d USING (doc_id) WHERE w.status = 'failed'"))
+    assert failed_work == {"empty.md": "convert", "latin1.txt": "convert", "corrupt.docx": "convert",
+                           "corrupt.pdf": "convert", "nul.txt": "convert"}
+    assert rows(memory, "SELECT count(*) FROM import_run_items")[0][0] == len(expected)
+    # nothing was written outside the object store
+    assert not (tmp_path / "escape.md").exists() and not (corpus.parent / "escape.md").exists()
+    assert not Path("/abs.md").exists()
+
+
+def test_naive_sidecar_timestamp_is_a_clear_error(memory, ray_local, tmp_path):
+    corpus = tmp_path / "sidecars"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nRavi leads billing.\n")
+    (corpus / "a.md.meta.json").write_text('{"source_modified_at": "2026-01-15T10:00:00"}')
+    (corpus / "b.md").write_text("# B\n\nDana leads billing.\n")
+    (corpus / "b.md.meta.json").write_text('{"source_modified_at": "2026-06-12T16:00:00+02:00"}')
+
+    report = do_import(memory, corpus, modified_at_from="sidecar")
+
+    assert [(f["stage"], "naive" in f["error"]) for f in report.failures] == [("read", True)]
+    assert rows(memory, "SELECT filename, source_modified_at::text FROM versions JOIN documents USING (doc_id)") == [
+        ("b.md", "2026-06-12 14:00:00+00")]
+
+
+def test_a_type_without_route_is_stored_and_parked_not_failed(memory, ray_local, tmp_path):
+    corpus = tmp_path / "parked"
+    corpus.mkdir()
+    (corpus / "diagram.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64)
+
+    report = do_import(memory, corpus)
+    assert report.counts["parked"] == 1 and report.counts["failed"] == 0
+    assert rows(memory, "SELECT v.status, v.parked_reason, w.status, w.defer_reason FROM versions v"
+                        " JOIN stage_work w USING (version_id) WHERE w.stage = 'convert'") == [
+        ("converting", "no_route", "pending", "no_route")]
+    assert rows(memory, "SELECT count(*) FROM content_objects")[0][0] == 1
+
+    again = do_import(memory, corpus)
+    assert again.counts["new_versions"] == 0 and again.counts["parked"] == 1
+
+
+def test_living_mode_and_source_kind_are_recorded(memory, ray_local, tmp_path):
+    corpus = tmp_path / "specs"
+    corpus.mkdir()
+    (corpus / "spec.md").write_text("# Spec\n\nThe cutover is on June 8.\n")
+    do_import(memory, corpus, living=True, source_kind="notes")
+    assert rows(memory, "SELECT source_kind, versioning_mode FROM documents") == [("notes", "living")]
+
+
+def test_one_worker_and_two_workers_write_the_same_rows(pg_admin_dsn, template_db, ray_local, example_corpus,
+                                                        tmp_path):
+    from tests.conftest import _dsn_for
+    from sql import embedded
+    from pipeline.settings import load_settings
+
+    results = []
+    for workers in (1, 2):
+        name = f"cm_workers_{workers}_{tmp_path.name}"
+        embedded.ensure_database(pg_admin_dsn, name, template=template_db)
+        settings = load_settings({}, home=tmp_path / f"h{workers}", dsn=_dsn_for(pg_admin_dsn, name),
+                                 object_store=str(tmp_path / f"o{workers}"))
+        do_import(settings, example_corpus, modified_at_from="path", workers=workers, batch_size=2)
+        results.append(rows(settings, "SELECT v.version_id, c.ord, c.char_start, c.char_end, c.text_hash,"
+                                      " c.embedding::text FROM chunks c JOIN versions v USING (version_id)"
+                                      " ORDER BY 1, 2"))
+    assert results[0] == results[1]
+    assert len(results[0]) > 11
+
+
+def test_archive_in_a_folder_and_a_single_file_argument(memory, ray_local, tmp_path):
+    corpus = tmp_path / "mixed"
+    corpus.mkdir()
+    (corpus / "notes.tar.gz").write_bytes(_targz({"2026-02-01-a.md": b"# A\n\nLena joined.\n"}))
+    single = tmp_path / "single.txt"
+    single.write_text("Owen owns the support portal.\n")
+
+    report = do_import(memory, corpus, single, modified_at_from="path")
+
+    assert report.counts["new_versions"] == 2, report.failures
+    refs = sorted(r[0] for r in rows(memory, "SELECT source_ref FROM documents"))
+    assert refs[0].endswith("notes.tar.gz!2026-02-01-a.md") and refs[1].endswith("single.txt")
+    assert rows(memory, "SELECT source_modified_at::date::text FROM versions v JOIN documents d USING (doc_id)"
+                        " WHERE d.filename = '2026-02-01-a.md'") == [("2026-02-01",)]
+
+
+def _targz(members: dict[str, bytes]) -> bytes:
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_object_store_keeps_one_copy_per_content(memory, ray_local, tmp_path):
+    corpus = tmp_path / "dupes"
+    corpus.mkdir()
+    for name in ("a.md", "b.md", "c.md"):
+        (corpus / name).write_text("# Same\n\nIdentical bytes in three files.\n")
+    do_import(memory, corpus)
+    assert rows(memory, "SELECT count(*) FROM documents")[0][0] == 3
+    assert rows(memory, "SELECT count(*) FROM content_objects")[0][0] == 1
+    raw = [p for p in Path(memory.object_store_uri).rglob("*") if p.is_file() and "/raw/" in str(p)]
+    assert len(raw) == 1
+    shutil.rmtree(corpus)
