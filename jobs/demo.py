@@ -19,10 +19,10 @@ def main(settings: Settings) -> int:
     print(report.render())
     with store.connect(store.resolve_dsn(settings)) as conn:
         print("\ndocuments in the memory:")
-        for title, mime, modified, status, sections, chunks in demo_queries.documents(conn):
-            when = f"{modified:%Y-%m-%d}" if modified else "undated"
-            print(f"  {when}  {title:<28} {mime.split('/')[-1][:24]:<24} {status:<6} "
-                  f"{sections} sections, {chunks} chunks")
+        for ref, _mime, modified, status, sections, chunks in demo_queries.documents(conn):
+            when = f"{modified:%Y-%m-%d}" if modified else "undated   "
+            print(f"  {when}  {ref.removeprefix('examples/team/'):<50} {status:<6} "
+                  f"{sections:>2} sections {chunks:>2} chunks")
         print("\nsections that are not body text:")
         for title, heading, role in demo_queries.non_body_sections(conn):
             print(f"  {title}: {heading!r} → {role}")

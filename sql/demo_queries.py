@@ -7,11 +7,12 @@ from typing import Any
 import numpy as np
 import psycopg
 from pgvector import Vector
+from pgvector.psycopg import register_vector
 
 
 def documents(conn: psycopg.Connection) -> list[tuple[Any, ...]]:
     return conn.execute(
-        "SELECT d.title, v.mime, v.source_modified_at, v.status,"
+        "SELECT d.source_ref, v.mime, v.source_modified_at, v.status,"
         " (SELECT count(*) FROM sections s WHERE s.version_id = v.version_id),"
         " (SELECT count(*) FROM chunks c WHERE c.version_id = v.version_id)"
         " FROM documents d JOIN LATERAL (SELECT * FROM versions v WHERE v.doc_id = d.doc_id"
@@ -26,6 +27,7 @@ def non_body_sections(conn: psycopg.Connection) -> list[tuple[Any, ...]]:
 
 
 def nearest_chunks(conn: psycopg.Connection, vector: np.ndarray, k: int) -> list[tuple[Any, ...]]:
+    register_vector(conn)
     return conn.execute(
         "SELECT d.title, c.char_start, c.char_end, c.embedding <=> %s AS distance, c.text"
         " FROM chunks c JOIN documents d USING (doc_id) WHERE d.deleted_at IS NULL"

@@ -1,0 +1,47 @@
+"""The authority's start-up: migrations once, the deployment pinned to one embedding model."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from sql import store
+
+pytestmark = pytest.mark.integration
+
+
+def test_migrations_apply_once_and_a_second_start_changes_nothing(memory):
+    with psycopg.connect(memory.dsn) as conn:
+        before = conn.execute("SELECT version, name, applied_at FROM schema_migrations").fetchall()
+        assert [name for _, name, _ in before] == [name for _, name, _ in store.migration_files()]
+        assert store.migrate(conn) == []
+        assert conn.execute("SELECT version, name, applied_at FROM schema_migrations").fetchall() == before
+
+
+def test_the_first_start_pins_the_model_and_another_model_is_refused(memory):
+    first = store.open_store(memory, embedding_model="all-MiniLM-L6-v2", embedding_dim=384, build_revision="a")
+    again = store.open_store(memory, embedding_model="all-MiniLM-L6-v2", embedding_dim=384, build_revision="b")
+    assert again.deployment.deployment_id == first.deployment.deployment_id
+    assert again.deployment.build_revision == "b"
+
+    with pytest.raises(store.StoreError) as refused:
+        store.open_store(memory, embedding_model="/models/bge-large", embedding_dim=1024, build_revision="b")
+    message = str(refused.value)
+    assert "all-MiniLM-L6-v2" in message and "/models/bge-large" in message
+    with psycopg.connect(memory.dsn) as conn:
+        assert conn.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+                            " WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'").fetchone() == (
+            "vector(384)",)
+
+
+def test_an_unreachable_server_is_a_clear_error(memory, tmp_path):
+    bad = memory.model_copy(update={"dsn": f"postgresql://nobody@/nowhere?host={tmp_path}&connect_timeout=2"})
+    with pytest.raises(store.StoreError, match="cannot connect to PostgreSQL"):
+        store.open_store(bad, embedding_model="m", embedding_dim=3, build_revision="x")
+
+
+def test_a_missing_embedding_model_names_the_setting(tmp_path):
+    from actors.embedder import ModelNotFound, resolve_model
+
+    with pytest.raises(ModelNotFound, match="CORPUSMEM_EMBEDDING_MODEL"):
+        resolve_model(str(tmp_path / "no-such-model"))
