@@ -371,3 +371,21 @@ def test_a_killed_import_rerun_ends_with_exactly_the_rows_of_an_uninterrupted_on
     assert rerun.counts["unchanged"] >= 10
     assert _landed(killed) == _landed(memories["whole"])
     assert rows(killed, "SELECT count(*), count(DISTINCT (doc_id, seq)) FROM versions")[0] == (150, 150)
+
+
+def test_the_cli_imports_through_ray_address_into_a_running_cluster(memory, ray_local, example_corpus):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "RAY_ADDRESS": ray_local.get_runtime_context().gcs_address,
+           "CORPUSMEM_DSN": memory.dsn, "CORPUSMEM_OBJECT_STORE": memory.object_store_uri}
+    done = subprocess.run([sys.executable, "-m", "jobs.cli", "import", str(example_corpus),
+                           "--modified-at-from", "path", "--no-progress"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "new versions     11" in done.stdout and "failed           0" in done.stdout
+    status = subprocess.run([sys.executable, "-m", "jobs.cli", "status"], env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert status.returncode == 0, status.stderr[-2000:]
+    assert "embed_chunk    succeeded" in status.stdout and "11 ready" in status.stdout
