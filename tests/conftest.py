@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import psycopg
@@ -19,13 +21,16 @@ _counter = itertools.count()
 
 
 @pytest.fixture(scope="session")
-def pg_admin_dsn(tmp_path_factory: pytest.TempPathFactory) -> str:
+def pg_admin_dsn():
     from sql import embedded
 
-    home = tmp_path_factory.mktemp("pg")
-    # A root-run server drops to its own user, which must be able to reach the data folder.
+    # Not under pytest's temp folder: a root-run server drops to its own user, which must be able
+    # to reach the data folder (pytest's folders are private to root).
+    home = Path(tempfile.mkdtemp(prefix="corpusmem-test-pg-"))
     os.chmod(home, 0o755)
-    return embedded.start(home / "pg", database="postgres")
+    yield embedded.start(home / "pg", database="postgres")
+    embedded.stop(home / "pg")
+    shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
