@@ -44,6 +44,9 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True) -> dict[str, fl
     locally; return the cluster's resources."""
     import ray
 
+    if quiet:
+        # Ray Data reconfigures its loggers when a dataset first runs; this is the knob it reads.
+        os.environ.setdefault("RAY_DATA_LOG_LEVEL", "ERROR")
     if not ray.is_initialized():
         address = os.environ.get("RAY_ADDRESS") or None
         runtime_env = None
@@ -54,8 +57,6 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True) -> dict[str, fl
         ray.init(address=address, num_cpus=None if address else num_cpus,
                  runtime_env=runtime_env, log_to_driver=not quiet, include_dashboard=None,
                  configure_logging=True, logging_level=logging.ERROR if quiet else logging.INFO)
-    if quiet:
-        logging.getLogger("ray.data").setLevel(logging.ERROR)
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = not quiet
     ctx.print_on_execution_start = not quiet
