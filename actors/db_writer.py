@@ -56,7 +56,8 @@ class Ingest:
         row.update(doc_id=got.doc_id, version_id=got.version_id, created=got.created,
                    content_hash=content_hash, mime=got.mime, title=got.title,
                    versioning_mode=got.versioning_mode, outcome=got.outcome,
-                   prior_vectors=[{"text_hash": h, "embedding": e} for h, e in got.prior_vectors])
+                   prior_vectors=[{"text_hash": h, "embedding": e} for h, e in got.prior_vectors],
+                   prior_claims=got.prior_claims)
         if got.outcome == records.UNCHANGED:
             row.update(content=None)
             if got.parked:
@@ -67,11 +68,12 @@ class Write:
     """Land a batch of versions in one transaction; on failure, retry them one by one so a single
     bad version is recorded as failed and the others still land."""
 
-    def __init__(self, dsn: str, object_store: str, run_id: str) -> None:
+    def __init__(self, dsn: str, object_store: str, run_id: str, extractor: str) -> None:
         self._conn = psycopg.connect(dsn)
         register_vector(self._conn)
         self._store = ObjectStore(object_store)
         self._run_id = run_id
+        self._extractor = extractor
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         started = time.perf_counter()
@@ -97,7 +99,7 @@ class Write:
                    for r in finished}
         with self._conn.transaction():
             if finished:
-                writes.write_finished(self._conn, finished, md_keys)
+                writes.write_finished(self._conn, finished, md_keys, self._extractor)
             for row in others:
                 if row["outcome"] in (records.FAILED, records.PARKED):
                     writes.write_unfinished(self._conn, row)
@@ -110,7 +112,8 @@ REPORT_SCHEMA = pa.schema([
     ("item", pa.string()), ("source_ref", pa.string()), ("outcome", pa.string()),
     ("created", pa.bool_()), ("version_id", pa.string()), ("error_stage", pa.string()),
     ("error", pa.string()), ("chunks", pa.int64()), ("vectors_computed", pa.int64()),
-    ("vectors_reused", pa.int64()),
+    ("vectors_reused", pa.int64()), ("claims", pa.int64()), ("claims_reused", pa.int64()),
+    ("ledger_rows", pa.int64()),
     *[(f"s_{stage}", pa.float64()) for stage in records.STAGES],
 ])
 
@@ -119,11 +122,16 @@ def report_table(rows: list[dict]) -> pa.Table:
     """What the driver needs of each row: small, so the driver's memory stays flat."""
     out = []
     for r in rows:
-        chunks = (r["chunks"] or []) if records.is_active(r) else []
+        active = records.is_active(r)
+        chunks = (r["chunks"] or []) if active else []
+        claims = (r["claims"] or []) if active else []
         reused = sum(1 for c in chunks if c["reused"])
+        claims_reused = sum(1 for c in claims if c["reused"])
         out.append({
             "item": r["item"], "source_ref": r["source_ref"], "outcome": r["outcome"],
             "created": r["created"], "version_id": r["version_id"], "error_stage": r["error_stage"],
-            "error": r["error"], "chunks": len(chunks), "vectors_computed": len(chunks) - reused,
-            "vectors_reused": reused, **{f"s_{s}": r[f"s_{s}"] for s in records.STAGES}})
+            "error": r["error"], "chunks": len(chunks),
+            "vectors_computed": len(chunks) - reused + len(claims) - claims_reused,
+            "vectors_reused": reused, "claims": len(claims), "claims_reused": claims_reused,
+            "ledger_rows": len(r["ledger"] or []) if active else 0, **{f"s_{s}": r[f"s_{s}"] for s in records.STAGES}})
     return pa.Table.from_pylist(out, schema=REPORT_SCHEMA)

@@ -80,7 +80,7 @@ class Embed:
     def __call__(self, batch: pa.Table) -> pa.Table:
         started = time.perf_counter()
         rows = records.to_rows(batch)
-        todo: list[tuple[dict, str]] = []
+        todo: list[tuple[dict, str]] = []  # chunks and claims that need a vector
         for row in rows:
             if not records.is_active(row):
                 continue
@@ -89,14 +89,17 @@ class Embed:
                 if chunk["text_hash"] in prior:
                     chunk["embedding"], chunk["reused"] = prior[chunk["text_hash"]], True
                 else:
+                    chunk["reused"] = False
                     todo.append((chunk, chunk["text"]))
             row["prior_vectors"] = None
+            # embed_claim: a reused claim already has its vector in the authority
+            todo.extend((claim, claim["claim_text"]) for claim in row["claims"] or [] if not claim["reused"])
         if todo:
             vectors = self._model.encode([text for _, text in todo], batch_size=self._batch_size,
                                          convert_to_numpy=True, normalize_embeddings=True,
                                          show_progress_bar=False)
-            for (chunk, _), vector in zip(todo, vectors):
-                chunk["embedding"], chunk["reused"] = vector.astype("<f4").tobytes(), False
+            for (item, _), vector in zip(todo, vectors):
+                item["embedding"] = vector.astype("<f4").tobytes()
         records.share_seconds(rows, "embed", time.perf_counter() - started)
         return records.to_table(rows)
 

@@ -25,6 +25,20 @@ def _status(args: argparse.Namespace) -> int:
     return status.main(runtime.settings())
 
 
+def _claims(args: argparse.Namespace) -> int:
+    from jobs import claims_cli
+
+    print(claims_cli.show_claims(runtime.settings(), args.doc))
+    return 0
+
+
+def _why_not(args: argparse.Namespace) -> int:
+    from jobs import claims_cli
+
+    print(claims_cli.why_not(runtime.settings(), args.doc, args.text))
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from jobs import demo
 
@@ -51,6 +65,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="per-stage counts by status, totals and recent import runs")
     p.set_defaults(func=_status)
 
+    p = sub.add_parser("claims", help="a document's claims with their spans and dates")
+    p.add_argument("doc", metavar="DOC", help="doc_id, source_ref (or its file name) or title")
+    p.set_defaults(func=_claims)
+
+    p = sub.add_parser("why-not", help="why is this sentence not in memory? (from the audit ledger)")
+    p.add_argument("doc", metavar="DOC", help="doc_id, source_ref (or its file name) or title")
+    p.add_argument("text", help="the words to look for in the document")
+    p.set_defaults(func=_why_not)
+
     p = sub.add_parser("demo", help="import the example corpus and show what the memory holds")
     p.set_defaults(func=_demo)
 
@@ -70,9 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except Exception as err:
         from actors.embedder import ModelNotFound
+        from sql.claims_queries import DocumentNotFound
         from sql.store import StoreError
 
-        if isinstance(err, (StoreError, ModelNotFound)):
+        if isinstance(err, (StoreError, ModelNotFound, DocumentNotFound)):
             print(f"corpusmem: {err}", file=sys.stderr)
             return 2
         raise

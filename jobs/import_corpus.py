@@ -22,6 +22,7 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from actors.db_writer import Ingest, Write
+from actors.extractor import Extract, ExtractorConfig, build_extractor
 from actors.embedder import Embed, embedding_dim, load_model, resolve_model
 from jobs import runtime
 from pipeline import records, stages
@@ -36,8 +37,8 @@ _ITEM_SCHEMA = pa.schema([("item", pa.string()), ("path", pa.string()), ("source
 
 # Fractions of a CPU for the actors that mostly wait on PostgreSQL, so that on a small machine
 # they leave the cores to the embedder and the conversion tasks.
-_DB_ACTOR_CPUS = 0.25
-_TASK_CPUS = 0.5
+_DB_ACTOR_CPUS = 0.1
+_TASK_CPUS = 0.25
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class ImportOptions:
     source: SourceOptions
     batch_size: int = 16
     workers: int = 1
+    extractor: ExtractorConfig = ExtractorConfig()
     quiet: bool = False
     progress: bool = True
 
@@ -58,6 +60,9 @@ class RunReport:
     failures: list[dict[str, Any]] = field(default_factory=list)
     parked: list[str] = field(default_factory=list)
     chunks: int = 0
+    claims: int = 0
+    claims_reused: int = 0
+    ledger_rows: int = 0
     vectors_computed: int = 0
     vectors_reused: int = 0
     stage_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
@@ -75,6 +80,9 @@ class RunReport:
         elif outcome == records.PARKED:
             self.parked.append(row["item"])
         self.chunks += row["chunks"]
+        self.claims += row["claims"]
+        self.claims_reused += row["claims_reused"]
+        self.ledger_rows += row["ledger_rows"]
         self.vectors_computed += row["vectors_computed"]
         self.vectors_reused += row["vectors_reused"]
         for stage in records.STAGES:
@@ -85,7 +93,8 @@ class RunReport:
         return {"documents_seen": self.seen, "new_versions": self.outcomes["new"],
                 "unchanged": self.outcomes[records.UNCHANGED], "resumed": self.outcomes[records.RESUME],
                 "parked": self.outcomes[records.PARKED], "failed": self.outcomes[records.FAILED],
-                "chunks": self.chunks, "vectors_computed": self.vectors_computed,
+                "chunks": self.chunks, "claims": self.claims, "claims_reused": self.claims_reused,
+                "ledger_rows": self.ledger_rows, "vectors_computed": self.vectors_computed,
                 "vectors_reused": self.vectors_reused}
 
     def as_dict(self) -> dict[str, Any]:
@@ -112,6 +121,8 @@ class RunReport:
         lines += [f"    {f['item']}: {f['stage']}: {f['error']}" for f in self.failures]
         lines += [
             f"  chunks           {c['chunks']}",
+            f"  claims           {c['claims']} ({c['claims_reused']} kept from unchanged passages), "
+            f"{c['ledger_rows']} ledger rows",
             f"  vectors          {c['vectors_computed']} computed, {c['vectors_reused']} reused",
             "  busy seconds per stage (summed over workers):",
             "    " + "  ".join(f"{s} {self.stage_seconds.get(s, 0.0):.2f}" for s in records.STAGES),
@@ -154,6 +165,7 @@ def run_import(options: ImportOptions, settings: Settings) -> RunReport:
     report = RunReport(run_id)
 
     items = _source_items(options)
+    extractor_version = build_extractor(options.extractor).version
     use_gpu = resources.get("GPU", 0) >= 1
     threads = max(1, int(resources.get("CPU", 1)) // max(options.workers, 1))
     pool = ray.data.ActorPoolStrategy(size=options.workers)
@@ -173,6 +185,9 @@ def run_import(options: ImportOptions, settings: Settings) -> RunReport:
                         batch_format="pyarrow", num_cpus=_TASK_CPUS)
     ds = ds.map_batches(stages.chunk, fn_kwargs={"target_chars": target}, batch_size=b,
                         batch_format="pyarrow", num_cpus=_TASK_CPUS)
+    ds = ds.map_batches(Extract, fn_constructor_kwargs={"config": options.extractor},
+                        compute=ray.data.ActorPoolStrategy(size=1), batch_size=b,
+                        batch_format="pyarrow", num_cpus=_DB_ACTOR_CPUS)
     ds = ds.map_batches(Embed, fn_constructor_kwargs={
                             "model_path": model.path, "model_name": model.name,
                             "device": "cuda" if use_gpu else settings.embedding_device,
@@ -180,7 +195,7 @@ def run_import(options: ImportOptions, settings: Settings) -> RunReport:
                         compute=pool, batch_size=b, batch_format="pyarrow",
                         **({"num_gpus": 1} if use_gpu else {"num_cpus": 1}))
     ds = ds.map_batches(Write, fn_constructor_kwargs={"dsn": authority.dsn, "object_store": store_uri,
-                                                       "run_id": run_id},
+                                                       "run_id": run_id, "extractor": extractor_version},
                         compute=ray.data.ActorPoolStrategy(size=1), batch_size=b,
                         batch_format="pyarrow", num_cpus=_DB_ACTOR_CPUS)
 
@@ -212,7 +227,8 @@ def _options_record(options: ImportOptions) -> dict[str, Any]:
     s = options.source
     return {"source_kind": s.source_kind, "living": s.living, "include": list(s.include),
             "exclude": list(s.exclude), "modified_at_from": s.modified_at_from,
-            "batch_size": options.batch_size, "workers": options.workers}
+            "batch_size": options.batch_size, "workers": options.workers,
+            "extractor": options.extractor.backend}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -229,6 +245,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "path, or a <file>.meta.json sidecar (default: mtime)")
     parser.add_argument("--batch-size", type=int, default=16, metavar="N", help="documents per batch")
     parser.add_argument("--workers", type=int, default=1, metavar="N", help="embedder actors")
+    parser.add_argument("--extractor", choices=("rules", "vllm", "openai"), default=None,
+                        help="claim extractor (default: CORPUSMEM_EXTRACTOR, else rules)")
     parser.add_argument("--verbose", action="store_true", help="Ray's own logs and per-operator progress")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -239,8 +257,11 @@ def options_from_args(args: argparse.Namespace, settings: Settings) -> ImportOpt
     source = SourceOptions.from_settings(
         settings, source_kind=args.source_kind, living=args.living, include=tuple(args.include),
         exclude=tuple(args.exclude), modified_at_from=args.modified_at_from)
+    extractor = ExtractorConfig(backend=args.extractor or settings.extractor, llm_model=settings.llm_model,
+                                llm_base_url=settings.llm_base_url)
     return ImportOptions(paths=tuple(args.paths), source=source, batch_size=args.batch_size,
-                         workers=args.workers, quiet=not args.verbose, progress=not args.no_progress)
+                         workers=args.workers, extractor=extractor, quiet=not args.verbose,
+                         progress=not args.no_progress)
 
 
 def main(argv: list[str] | None = None) -> int:

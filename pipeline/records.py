@@ -39,6 +39,59 @@ CHUNK = pa.struct([
 
 PRIOR_VECTOR = pa.struct([("text_hash", pa.string()), ("embedding", pa.binary())])
 
+SPAN = pa.struct([("char_start", pa.int32()), ("char_end", pa.int32())])
+
+CLAIM = pa.struct([
+    ("claim_id", pa.string()),
+    ("chunk_ord", pa.int32()),
+    ("claim_text", pa.string()),
+    ("source_span", pa.string()),
+    ("char_start", pa.int32()),
+    ("char_end", pa.int32()),
+    ("evidence_spans", pa.list_(SPAN)),
+    ("is_attributed", pa.bool_()),
+    ("valid_from", UTC_TS),
+    ("valid_until", UTC_TS),
+    ("precision", pa.string()),
+    ("kind", pa.string()),
+    ("added_context", pa.string()),      # JSON list of {text, origin, label}
+    ("entailment_self_verdict", pa.string()),
+    ("extractor", pa.string()),
+    ("embedding", pa.binary()),
+    # true when an earlier version's unchanged passage already holds this claim: only its
+    # occurrence in this version is written, and no model was called for it
+    ("reused", pa.bool_()),
+])
+
+# A claim of the document's previous version, found by the text of the chunk it came from.
+PRIOR_CLAIM = pa.struct([
+    ("chunk_text_hash", pa.string()),
+    ("claim_id", pa.string()),
+    ("extractor", pa.string()),
+    ("rel_start", pa.int32()),           # offsets relative to the chunk's start
+    ("rel_end", pa.int32()),
+    ("rel_evidence", pa.list_(SPAN)),
+])
+
+LEDGER = pa.struct([
+    ("chunk_ord", pa.int32()),
+    ("decision", pa.string()),
+    ("reason", pa.string()),
+    ("detail", pa.string()),
+    ("char_start", pa.int32()),
+    ("char_end", pa.int32()),
+])
+
+COST = pa.struct([
+    ("stage", pa.string()),
+    ("backend", pa.string()),
+    ("model", pa.string()),
+    ("calls", pa.int64()),
+    ("tokens_in", pa.int64()),
+    ("tokens_out", pa.int64()),
+    ("device_seconds", pa.float64()),
+])
+
 # Outcomes a row can have after `ingest`.
 PROCESS = "process"        # a new version: run every stage
 RESUME = "resume"          # the latest version, but an earlier run did not finish it
@@ -47,7 +100,7 @@ PARKED = "parked"          # stored, but no converter route for its type
 FAILED = "failed"          # refused or failed; `error_stage` and `error` say where and why
 OUTCOMES = (PROCESS, RESUME, UNCHANGED, PARKED, FAILED)
 
-STAGES = ("read", "ingest", "convert", "structure", "chunk", "embed", "write")
+STAGES = ("read", "ingest", "convert", "structure", "chunk", "extract", "embed", "write")
 
 DOC_SCHEMA = pa.schema([
     ("item", pa.string()),                 # what the user pointed at: path, or archive!member
@@ -75,6 +128,11 @@ DOC_SCHEMA = pa.schema([
     ("derivation", pa.string()),
     ("sections", pa.list_(SECTION)),
     ("chunks", pa.list_(CHUNK)),
+    # set by ingest (prior claims) and extract
+    ("prior_claims", pa.list_(PRIOR_CLAIM)),
+    ("claims", pa.list_(CLAIM)),
+    ("ledger", pa.list_(LEDGER)),
+    ("costs", pa.list_(COST)),
     # errors
     ("error_stage", pa.string()),
     ("error", pa.string()),
@@ -109,7 +167,8 @@ def to_rows(batch: pa.Table) -> list[dict[str, Any]]:
 def fail(row: dict[str, Any], stage: str, error: str) -> dict[str, Any]:
     """Mark a row failed at `stage`; its bytes and derived text are dropped to keep batches small."""
     row.update(outcome=FAILED, error_stage=stage, error=error, content=None, markdown=None,
-               sections=None, chunks=None, prior_vectors=None)
+               sections=None, chunks=None, prior_vectors=None, prior_claims=None, claims=None,
+               ledger=None, costs=None)
     return row
 
 

@@ -48,6 +48,13 @@ SETTINGS: tuple[Setting, ...] = (
             "Largest expanded/compressed ratio of one archive member (zip bombs)."),
     Setting("CORPUSMEM_ARCHIVE_MAX_MEMBERS", "archive_max_members", "100000",
             "Most members read from one archive."),
+    Setting("CORPUSMEM_EXTRACTOR", "extractor", "rules",
+            "Claim extractor: `rules` (deterministic, CPU), `vllm` (GPU actors), `openai` (an "
+            "OpenAI-compatible endpoint)."),
+    Setting("CORPUSMEM_LLM_MODEL", "llm_model", None,
+            "`vllm`: a local model folder; `openai`: the served model's name."),
+    Setting("CORPUSMEM_LLM_BASE_URL", "llm_base_url", None,
+            "`openai`: the endpoint, e.g. `http://127.0.0.1:8001/v1` for `vllm serve`."),
 )
 
 
@@ -65,6 +72,9 @@ class Settings(BaseModel):
     archive_max_bytes: int = Field(gt=0, description="CORPUSMEM_ARCHIVE_MAX_BYTES")
     archive_max_ratio: float = Field(gt=1, description="CORPUSMEM_ARCHIVE_MAX_RATIO")
     archive_max_members: int = Field(gt=0, description="CORPUSMEM_ARCHIVE_MAX_MEMBERS")
+    extractor: str = Field(pattern="^(rules|vllm|openai)$", description="CORPUSMEM_EXTRACTOR")
+    llm_model: str | None = Field(default=None, description="CORPUSMEM_LLM_MODEL")
+    llm_base_url: str | None = Field(default=None, description="CORPUSMEM_LLM_BASE_URL")
 
     @property
     def object_store_uri(self) -> str:

@@ -47,6 +47,7 @@ class Ingested:
     versioning_mode: str
     parked: str | None
     prior_vectors: list[tuple[str, bytes]]
+    prior_claims: list[dict]
 
 
 def ingest_version(
@@ -102,9 +103,11 @@ def ingest_version(
             else:
                 # ready, or failed: re-sending identical bytes does not restart a failed version
                 outcome, parked = "unchanged", None
-            return Ingested(doc_id, version_id, False, outcome, stored_mime if outcome == "resume"
-                            else version_mime, doc_title, doc_mode, parked,
-                            _prior_vectors(conn, doc_id, version_id) if outcome == "resume" else [])
+            resuming = outcome == "resume"
+            return Ingested(doc_id, version_id, False, outcome, stored_mime if resuming else version_mime,
+                            doc_title, doc_mode, parked,
+                            _prior_vectors(conn, doc_id, version_id) if resuming else [],
+                            _prior_claims(conn, doc_id, version_id) if resuming else [])
 
         seq = 1 if latest is None else latest[1] + 1
         version_id = version_id_for(doc_id, seq, content_hash)
@@ -121,16 +124,41 @@ def ingest_version(
             " VALUES (%s, 'ingest', 'succeeded', 1, now(), now()), (%s, 'convert', 'pending', 0, NULL, NULL)",
             (version_id, version_id))
         return Ingested(doc_id, version_id, True, "process", stored_mime, doc_title, doc_mode, None,
-                        _prior_vectors(conn, doc_id, version_id))
+                        _prior_vectors(conn, doc_id, version_id), _prior_claims(conn, doc_id, version_id))
+
+
+_PREVIOUS_READY = ("SELECT v.version_id FROM versions v WHERE v.doc_id = %s AND v.version_id <> %s"
+                   " AND v.status = 'ready' ORDER BY v.seq DESC LIMIT 1")
+
+
+def _prior_claims(conn: psycopg.Connection, doc_id: str, version_id: str) -> list[dict]:
+    """What the previous finished version's chunks yielded, by chunk text: its current claims with
+    offsets relative to the chunk, and a claimless marker for a chunk that was read and gave
+    none, so an unchanged passage keeps its claims and costs no model call."""
+    rows = conn.execute(
+        "SELECT c.text_hash, c.extracted_by, o.claim_id, o.char_start - c.char_start,"
+        " o.char_end - c.char_start, o.evidence_spans, c.char_start"
+        " FROM chunks c LEFT JOIN claim_occurrences o ON o.chunk_id = c.chunk_id"
+        " LEFT JOIN claims cl ON cl.claim_id = o.claim_id AND cl.is_current_testimony"
+        f" WHERE c.version_id = ({_PREVIOUS_READY}) AND c.extracted_by IS NOT NULL"
+        " AND (o.claim_id IS NULL OR cl.claim_id IS NOT NULL)"
+        " ORDER BY c.ord, o.char_start, o.claim_id", (doc_id, version_id)).fetchall()
+    found = []
+    for text_hash, extractor, claim_id, rel_start, rel_end, spans, chunk_start in rows:
+        found.append({
+            "chunk_text_hash": text_hash, "extractor": extractor,
+            "claim_id": None if claim_id is None else str(claim_id), "rel_start": rel_start,
+            "rel_end": rel_end,
+            "rel_evidence": [{"char_start": s["char_start"] - chunk_start, "char_end": s["char_end"] - chunk_start}
+                             for s in spans or []]})
+    return found
 
 
 def _prior_vectors(conn: psycopg.Connection, doc_id: str, version_id: str) -> list[tuple[str, bytes]]:
     """(text hash, float32 bytes) of the document's most recent finished version other than this
     one: a chunk whose text is unchanged reuses that vector instead of being embedded again."""
     rows = conn.execute(
-        "SELECT c.text_hash, c.embedding::real[] FROM chunks c WHERE c.version_id = ("
-        "  SELECT v.version_id FROM versions v WHERE v.doc_id = %s AND v.version_id <> %s"
-        "  AND v.status = 'ready' ORDER BY v.seq DESC LIMIT 1)"
+        f"SELECT c.text_hash, c.embedding::real[] FROM chunks c WHERE c.version_id = ({_PREVIOUS_READY})"
         " AND c.embedding IS NOT NULL",
         (doc_id, version_id)).fetchall()
     seen: dict[str, bytes] = {}

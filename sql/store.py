@@ -28,6 +28,7 @@ _MIGRATION_LOCK = 0x636F7270  # "corp"
 # Vector columns typed and indexed once the deployment pins a dimension: (table, column, index).
 VECTOR_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("chunks", "embedding", "chunks_embedding_hnsw"),
+    ("claims", "embedding", "claims_embedding_hnsw"),
 )
 
 
@@ -129,9 +130,6 @@ def pin_deployment(conn: psycopg.Connection, *, embedding_model: str, embedding_
             conn.execute(
                 "INSERT INTO deployment (deployment_id, build_revision, embedding_model, embedding_dim)"
                 " VALUES (%s, %s, %s, %s)", row)
-            for table, column, _ in VECTOR_COLUMNS:
-                conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} TYPE vector({})").format(
-                    sql.Identifier(table), sql.Identifier(column), sql.Literal(embedding_dim)))
         elif (row[2], row[3]) != (embedding_model, embedding_dim):
             raise StoreError(
                 f"this memory's vectors come from embedding model {row[2]!r} ({row[3]} dimensions); "
@@ -141,7 +139,19 @@ def pin_deployment(conn: psycopg.Connection, *, embedding_model: str, embedding_
         elif row[1] != build_revision:
             conn.execute("UPDATE deployment SET build_revision = %s", (build_revision,))
             row = (row[0], build_revision, row[2], row[3])
+        _type_vector_columns(conn, row[3])
     return Deployment(str(row[0]), row[1], row[2], row[3])
+
+
+def _type_vector_columns(conn: psycopg.Connection, dim: int) -> None:
+    """Give every still-untyped vector column the pinned dimension (new columns from later
+    migrations included), so HNSW indexes can be built on them."""
+    for table, column, _ in VECTOR_COLUMNS:
+        typmod = conn.execute("SELECT atttypmod FROM pg_attribute WHERE attrelid = %s::regclass"
+                              " AND attname = %s", (table, column)).fetchone()[0]
+        if typmod == -1:
+            conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} TYPE vector({})").format(
+                sql.Identifier(table), sql.Identifier(column), sql.Literal(dim)))
 
 
 def ensure_vector_indexes(conn: psycopg.Connection) -> list[str]:

@@ -9,6 +9,7 @@ ten times slower.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 import psycopg
 from pgvector import Vector
+from psycopg.types.json import Jsonb
 
 from pipeline import records
 from sql.ingest import child_id
@@ -23,15 +25,27 @@ from sql.ingest import child_id
 # Pipeline stage → the per-version work stage whose status records it.
 WORK_STAGE = {
     "read": "ingest", "ingest": "ingest", "convert": "convert", "structure": "structure",
-    "chunk": "chunk", "embed": "embed_chunk", "write": "embed_chunk",
+    "chunk": "chunk", "extract": "extract_claims", "embed": "embed_chunk", "write": "embed_claim",
 }
-WORK_STAGES = ("ingest", "convert", "structure", "chunk", "embed_chunk")
+# In pipeline order: a failure at one stage means every stage before it succeeded.
+WORK_STAGES = ("ingest", "convert", "structure", "chunk", "extract_claims", "ground_claims", "embed_chunk",
+               "embed_claim")
 
 _SECTION_COLUMNS = ("section_id", "version_id", "ord", "heading", "level", "role", "char_start", "char_end")
 _SECTION_TYPES = ("uuid", "uuid", "int4", "text", "int4", "text", "int4", "int4")
 _CHUNK_COLUMNS = ("chunk_id", "version_id", "doc_id", "section_id", "ord", "char_start", "char_end",
-                  "text", "text_hash", "embedding", "embedding_reused")
-_CHUNK_TYPES = ("uuid", "uuid", "uuid", "uuid", "int4", "int4", "int4", "text", "text", "vector", "bool")
+                  "text", "text_hash", "embedding", "embedding_reused", "extracted_by")
+_CHUNK_TYPES = ("uuid", "uuid", "uuid", "uuid", "int4", "int4", "int4", "text", "text", "vector", "bool", "text")
+_CLAIM_COLUMNS = ("claim_id", "doc_id", "version_id", "chunk_id", "claim_text", "source_span", "char_start",
+                  "char_end", "evidence_spans", "is_attributed", "asserted_at", "claim_valid_from",
+                  "claim_valid_until", "claim_valid_precision", "claim_valid_kind", "added_context",
+                  "entailment_self_verdict", "extractor", "embedding")
+_CLAIM_TYPES = ("uuid", "uuid", "uuid", "uuid", "text", "text", "int4", "int4", "jsonb", "bool", "timestamptz",
+                "timestamptz", "timestamptz", "text", "text", "jsonb", "text", "text", "vector")
+_OCCURRENCE_COLUMNS = ("claim_id", "version_id", "chunk_id", "char_start", "char_end", "evidence_spans")
+_OCCURRENCE_TYPES = ("uuid", "uuid", "uuid", "int4", "int4", "jsonb")
+_LEDGER_COLUMNS = ("version_id", "chunk_id", "decision", "reason", "detail", "char_start", "char_end", "extractor")
+_LEDGER_TYPES = ("uuid", "uuid", "text", "text", "text", "int4", "int4", "text")
 
 
 def _uuid(value: str) -> uuid.UUID:
@@ -64,7 +78,58 @@ def _set_stages(cur: psycopg.Cursor, version_id: str, statuses: dict[str, tuple[
             {"v": version_id, "s": stage, "st": status, "d": defer_reason, "e": error})
 
 
-def write_finished(conn: psycopg.Connection, rows: list[dict[str, Any]], md_keys: dict[str, str]) -> None:
+def _vector(data: bytes) -> Vector:
+    return Vector(np.frombuffer(data, dtype=np.float32))
+
+
+def _copy_deduplicated(cur: psycopg.Cursor, table: str, columns: tuple[str, ...], types: tuple[str, ...],
+                       rows: Iterable[tuple[Any, ...]]) -> None:
+    """COPY through a temporary table, then keep only rows whose key is new: claims are keyed by
+    content, so the same claim may already be there from an earlier version."""
+    staging = f"{table}_in"
+    cur.execute(psycopg.sql.SQL("CREATE TEMP TABLE IF NOT EXISTS {} (LIKE {} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS").format(
+        psycopg.sql.Identifier(staging), psycopg.sql.Identifier(table)))
+    _copy(cur, staging, columns, types, rows)
+    cols = psycopg.sql.SQL(", ").join(map(psycopg.sql.Identifier, columns))
+    cur.execute(psycopg.sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} ON CONFLICT DO NOTHING").format(
+        psycopg.sql.Identifier(table), cols, cols, psycopg.sql.Identifier(staging)))
+
+
+def _write_claims(cur: psycopg.Cursor, rows: list[dict[str, Any]], extractor: str) -> None:
+    def chunk_id(r: dict[str, Any], c: dict[str, Any]) -> uuid.UUID:
+        return _uuid(child_id(r["version_id"], "chunk", c["chunk_ord"]))
+
+    _copy_deduplicated(cur, "claims", _CLAIM_COLUMNS, _CLAIM_TYPES, (
+        (_uuid(c["claim_id"]), _uuid(r["doc_id"]), _uuid(r["version_id"]), chunk_id(r, c), c["claim_text"],
+         c["source_span"], c["char_start"], c["char_end"], Jsonb(c["evidence_spans"]), c["is_attributed"],
+         r["source_modified_at"], c["valid_from"], c["valid_until"], c["precision"], c["kind"],
+         Jsonb(json.loads(c["added_context"] or "[]")), c["entailment_self_verdict"], c["extractor"],
+         _vector(c["embedding"]))
+        for r in rows for c in r["claims"] if not c["reused"]))
+    _copy_deduplicated(cur, "claim_occurrences", _OCCURRENCE_COLUMNS, _OCCURRENCE_TYPES, (
+        (_uuid(c["claim_id"]), _uuid(r["version_id"]), chunk_id(r, c), c["char_start"], c["char_end"],
+         Jsonb(c["evidence_spans"]))
+        for r in rows for c in r["claims"]))
+    _copy(cur, "extraction_ledger", _LEDGER_COLUMNS, _LEDGER_TYPES, (
+        (_uuid(r["version_id"]), chunk_id(r, e), e["decision"], e["reason"], e["detail"], e["char_start"],
+         e["char_end"], extractor)
+        for r in rows for e in r["ledger"] or []))
+    cur.executemany(
+        "INSERT INTO cost_ledger (version_id, stage, backend, model, calls, tokens_in, tokens_out,"
+        " device_seconds) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+        [(r["version_id"], c["stage"], c["backend"], c["model"], c["calls"], c["tokens_in"], c["tokens_out"],
+          c["device_seconds"]) for r in rows for c in r["costs"] or []])
+    # Extraction by another extractor version is replaced, not added to: its claims of these
+    # versions stop being current testimony.
+    cur.execute(
+        "UPDATE claims SET is_current_testimony = false, currency_reason = 'reextracted'"
+        " WHERE is_current_testimony AND extractor <> %s AND claim_id IN ("
+        " SELECT claim_id FROM claim_occurrences WHERE version_id = ANY(%s))",
+        (extractor, [_uuid(r["version_id"]) for r in rows]))
+
+
+def write_finished(conn: psycopg.Connection, rows: list[dict[str, Any]], md_keys: dict[str, str],
+                   extractor: str) -> None:
     """Write versions that went through every stage (outcome process/resume, no error)."""
     with conn.cursor() as cur:
         for row in rows:
@@ -82,8 +147,9 @@ def write_finished(conn: psycopg.Connection, rows: list[dict[str, Any]], md_keys
             (_uuid(child_id(r["version_id"], "chunk", c["ord"])), _uuid(r["version_id"]), _uuid(r["doc_id"]),
              _uuid(child_id(r["version_id"], "section", c["section_ord"])), c["ord"], c["char_start"],
              c["char_end"], c["text"], c["text_hash"],
-             Vector(np.frombuffer(c["embedding"], dtype=np.float32)), bool(c["reused"]))
+             _vector(c["embedding"]), bool(c["reused"]), extractor)
             for r in rows for c in r["chunks"]))
+        _write_claims(cur, rows, extractor)
         for row in rows:
             cur.execute("UPDATE versions SET status = 'ready', error = NULL, parked_reason = NULL"
                         " WHERE version_id = %s", (row["version_id"],))

@@ -1,0 +1,88 @@
+"""The extractor actor: holds a backend (rules, or a client of an OpenAI-compatible endpoint) and
+turns the chunks of each batch into claims and ledger rows.
+
+`rules` is deterministic and needs no model. `openai` talks to any OpenAI-compatible server
+(`vllm serve`, a hosted provider) with the prompts and schemas in `pipeline/prompts/`. `vllm`
+runs the same prompts inside the pipeline as Ray Data LLM processor stages on GPUs
+(`actors/vllm_extractor.py`), so it is not an actor of this module.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline import claims, records
+from pipeline.claimify_rules import claimify_rules
+from pipeline.extraction import CallCost, ChunkContext, ClaimifyResult, SelectionResult
+from pipeline.selection_rules import select_rules
+
+BACKENDS = ("rules", "vllm", "openai")
+
+
+class ExtractorConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    backend: Literal["rules", "vllm", "openai"] = Field(
+        default="rules", description="rules: deterministic, CPU, no model; vllm: GPU actors via Ray "
+        "Data LLM processors; openai: any OpenAI-compatible endpoint.")
+    llm_model: str | None = Field(default=None, description="CORPUSMEM_LLM_MODEL: a local model folder "
+                                  "(vllm) or the served model's name (openai).")
+    llm_base_url: str | None = Field(default=None, description="CORPUSMEM_LLM_BASE_URL: the "
+                                     "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8001/v1.")
+
+
+class RulesExtractor:
+    """Cue-based Selection and rule-based Claimify: deterministic, honest about what it cannot do
+    (a statement it cannot make stand alone is omitted and recorded, never guessed)."""
+
+    name = "rules"
+    version = "rules-1"
+
+    def select(self, chunks: list[ChunkContext]) -> tuple[list[SelectionResult], list[CallCost]]:
+        return [select_rules(ctx) for ctx in chunks], []
+
+    def claimify(self, chunks: list[ChunkContext], selections: list[SelectionResult]
+                 ) -> tuple[list[ClaimifyResult], list[CallCost]]:
+        return [claimify_rules(ctx, sel) for ctx, sel in zip(chunks, selections)], []
+
+
+def build_extractor(config: ExtractorConfig):
+    if config.backend == "rules":
+        return RulesExtractor()
+    if config.backend == "openai":
+        from actors.openai_extractor import OpenAIExtractor, OpenAIExtractorConfig
+
+        if not config.llm_model or not config.llm_base_url:
+            raise ValueError("the openai extractor needs CORPUSMEM_LLM_MODEL and CORPUSMEM_LLM_BASE_URL")
+        return OpenAIExtractor(OpenAIExtractorConfig(base_url=config.llm_base_url, model=config.llm_model))
+    raise ValueError(f"extractor {config.backend!r} does not run as an actor; see actors/vllm_extractor.py")
+
+
+class Extract:
+    """Ray Data callable class: claims and ledger rows for every active row of a batch."""
+
+    def __init__(self, config: ExtractorConfig) -> None:
+        self._extractor = build_extractor(config)
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        started = time.perf_counter()
+        rows = records.to_rows(batch)
+        active = [r for r in rows if records.is_active(r)]
+        try:
+            costs = claims.extract_batch(active, self._extractor)
+        except Exception as err:  # a backend bug must not lose the batch's documents
+            for row in active:
+                records.fail(row, "extract", f"{type(err).__name__}: {err}")
+            costs = []
+        cost_rows = [{"stage": "extract_claims", "backend": c.backend, "model": c.model, "calls": c.calls,
+                      "tokens_in": c.tokens_in, "tokens_out": c.tokens_out,
+                      "device_seconds": c.device_seconds} for c in costs]
+        if active and cost_rows:
+            # One batch of calls served several versions; the batch's cost rides on its first row.
+            active[0]["costs"] = cost_rows
+        records.share_seconds(rows, "extract", time.perf_counter() - started)
+        return records.to_table(rows)

@@ -1,0 +1,142 @@
+"""The `openai` extractor: Selection and Claimify through any OpenAI-compatible chat endpoint.
+
+Meant for `vllm serve` on a GPU box (or any hosted endpoint that honours JSON-schema response
+formats). Prompts, schemas and parsing are `pipeline/llm_io.py`'s, shared with the `vllm` backend.
+Calls run in a bounded thread pool; the SDK retries transport errors and 408/409/429/5xx answers
+with backoff. A call that still fails costs its chunk's statements, never the batch: Selection
+keeps them flagged, Claimify omits them, each with the cause.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline import llm_io
+from pipeline.extraction import CallCost, ChunkContext, ClaimifyResult, SelectionResult
+
+BACKEND = "openai"
+_CAUSE_MAX = 300
+
+
+class OpenAIExtractorConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str = Field(description="The endpoint's base URL including `/v1`, e.g. `http://gpu-box:8000/v1` "
+                                      "for `vllm serve`.")
+    model: str = Field(min_length=1, description="The model name the endpoint serves; part of the extractor "
+                                                 "version, so changing it re-extracts.")
+    api_key: str = Field(default="EMPTY", description="Bearer key; `vllm serve` without `--api-key` accepts any "
+                                                      "value.")
+    max_concurrency: int = Field(default=8, ge=1, le=1024,
+                                 description="Requests in flight at once. Higher keeps a batching server busy; "
+                                             "past its `max_num_seqs` requests only queue.")
+    timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout. A long Claimify answer at "
+                                                              "low throughput needs minutes; a dead server should "
+                                                              "not hold a batch longer than this times the retries.")
+    max_retries: int = Field(default=2, ge=0, le=10,
+                             description="SDK retries of a failed request (connection errors, 408/409/429/5xx) "
+                                         "with backoff, before its statements fall back.")
+    max_tokens: int = Field(default=2048, ge=16, description="Output cap per call. Too low truncates answers "
+                                                             "(the cut statements are omitted); too high lets a "
+                                                             "looping model burn time.")
+    temperature: float = Field(default=0.0, ge=0, le=2,
+                               description="0 keeps the same chunk giving the same claims, as the determinism "
+                                           "invariant wants; raise only to experiment.")
+
+
+@dataclass(frozen=True)
+class _Reply:
+    text: str | None
+    cost: CallCost
+    failure: str | None     # why there is no usable text
+
+
+class OpenAIExtractor:
+    """The Extractor protocol over an OpenAI-compatible endpoint."""
+
+    name = BACKEND
+
+    def __init__(self, config: OpenAIExtractorConfig) -> None:
+        import openai
+
+        self._client = openai.OpenAI(base_url=config.base_url, api_key=config.api_key,
+                                     timeout=config.timeout_s, max_retries=config.max_retries)
+        self._call_errors = (openai.OpenAIError, ValueError, TypeError, AttributeError, IndexError, KeyError)
+        self._config = config
+        self.version = f"openai-1:{config.model}:{llm_io.prompt_hash()}"
+        self._formats = {name: {"type": "json_schema",
+                                "json_schema": {"name": name, "strict": True, "schema": llm_io.load_schema(name)}}
+                         for name in llm_io.PROMPT_NAMES}
+
+    def select(self, chunks: list[ChunkContext]) -> tuple[list[SelectionResult], list[CallCost]]:
+        def one(ctx: ChunkContext) -> tuple[SelectionResult, CallCost | None]:
+            if not ctx.target:
+                return SelectionResult(()), None
+            reply = self._complete("selection", llm_io.selection_messages(ctx))
+            if reply.failure:
+                return llm_io.selection_fallback(ctx, reply.failure), reply.cost
+            return llm_io.parse_selection(ctx, reply.text or ""), reply.cost
+
+        return self._map(one, chunks)
+
+    def claimify(self, chunks: list[ChunkContext], selections: list[SelectionResult]
+                 ) -> tuple[list[ClaimifyResult], list[CallCost]]:
+        if len(chunks) != len(selections):
+            raise ValueError(f"claimify got {len(chunks)} chunks and {len(selections)} selections")
+
+        def one(pair: tuple[ChunkContext, SelectionResult]) -> tuple[ClaimifyResult, CallCost | None]:
+            ctx, selection = pair
+            if not llm_io.kept_labels(selection):
+                return ClaimifyResult(()), None     # nothing kept: no call, no cost
+            reply = self._complete("claimify", llm_io.claimify_messages(ctx, selection))
+            if reply.failure:
+                return llm_io.claimify_fallback(selection, reply.failure), reply.cost
+            return llm_io.parse_claimify(ctx, selection, reply.text or ""), reply.cost
+
+        return self._map(one, list(zip(chunks, selections, strict=True)))
+
+    def _map(self, fn: Callable[[Any], tuple[Any, CallCost | None]], items: list) -> tuple[list, list[CallCost]]:
+        if not items:
+            return [], []
+        with ThreadPoolExecutor(max_workers=min(self._config.max_concurrency, len(items))) as pool:
+            done = list(pool.map(fn, items))     # results stay in input order
+        return [result for result, _ in done], [cost for _, cost in done if cost is not None]
+
+    def _complete(self, step: str, messages: list[dict[str, str]]) -> _Reply:
+        started = time.perf_counter()
+        try:
+            response = self._client.chat.completions.create(
+                model=self._config.model, messages=messages, response_format=self._formats[step],
+                max_tokens=self._config.max_tokens, temperature=self._config.temperature)
+            choice = response.choices[0]
+            usage = response.usage
+            text = choice.message.content
+            refusal = getattr(choice.message, "refusal", None)
+        # The batch never fails on one call: what the SDK raises after its retries, and what a body
+        # that is not a chat completion raises when read, become the cause recorded against the
+        # chunk's statements.
+        except self._call_errors as error:
+            return _Reply(None, self._cost(started, None), _cause(f"transport error: {type(error).__name__}: {error}"))
+        cost = self._cost(started, usage)
+        if refusal:
+            return _Reply(None, cost, _cause(f"the model refused: {refusal}"))
+        if text is None:
+            return _Reply(None, cost, "empty output")
+        # A cut answer (finish_reason "length") is read by the parser, which keeps what was complete.
+        return _Reply(text, cost, None)
+
+    def _cost(self, started: float, usage: Any) -> CallCost:
+        return CallCost(backend=BACKEND, model=self._config.model, calls=1,
+                        tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
+                        tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+                        device_seconds=time.perf_counter() - started)
+
+
+def _cause(text: str) -> str:
+    return " ".join(text.split())[:_CAUSE_MAX]

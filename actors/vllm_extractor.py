@@ -1,0 +1,211 @@
+"""The `vllm` extractor: Selection and Claimify as Ray Data LLM processors on GPU replicas.
+
+`build_selection_processor(config)` and `build_claimify_processor(config)` return
+`ray.data.llm` processors (`build_processor` over a `vLLMEngineProcessorConfig`), one vLLM engine per
+GPU. Prompts, schemas and parsing are `pipeline/llm_io.py`'s, shared with the `openai` backend.
+
+Rows in: `ctx_json` (`llm_io.ctx_to_json`), and for Claimify also `selection_json`. Rows out of the
+postprocess: those columns, then `selection_json` + `selection_text` (Selection) or `claimify_json`
++ `claimify_text` (Claimify), with `tokens_in`, `tokens_out` and `device_seconds`. The ChunkContext
+carries `version_id` and `chunk_ord`, the row's key. With `should_continue_on_error=True` a row the
+engine fails on skips the postprocess and comes out with Ray's `__inference_error__` column set;
+`selection_from_row` / `claimify_from_row` turn both kinds of row into results and costs.
+
+Structured outputs, as Ray 2.60 forwards them: the vLLM engine stage
+(`ray/llm/_internal/batch/stages/vllm_engine_stage.py`, `_prepare_llm_request`) pops
+`sampling_params["structured_outputs"]`, builds `vllm.sampling_params.StructuredOutputsParams(**it)`
+and passes the rest of `sampling_params` to `vllm.SamplingParams`. So each row carries
+`sampling_params={"temperature": ..., "max_tokens": ..., "structured_outputs": {"json": <schema>}}`
+(vLLM >= 0.12 removed `guided_json` / `guided_decoding`). The schema travels as JSON text, which
+`StructuredOutputsParams.json` accepts (`str | dict`): Ray Data moves rows as Arrow, and a schema as
+a nested dict would become structs whose missing keys come back as nulls.
+
+`ray.data.llm` is imported only inside the build functions: it needs vLLM, which only the `gpu`
+extra installs, and this module must import without it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from actors.embedder import ModelNotFound
+from pipeline import llm_io
+from pipeline.extraction import CallCost, ChunkContext, ClaimifyResult, SelectionResult
+
+BACKEND = "vllm"
+MODEL_SETTING = "CORPUSMEM_LLM_MODEL"
+# Engine arguments this config owns: one GPU per replica, and the two named fields below.
+_OWNED_ENGINE_KWARGS = ("model", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
+                        "gpu_memory_utilization")
+
+
+class VLLMExtractorConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model_path: str = Field(description=f"{MODEL_SETTING}: a local model folder (with config.json and the "
+                                        "tokenizer) on every GPU node; nothing is downloaded.")
+    batch_size: int = Field(default=16, ge=1, le=4096,
+                            description="Rows per batch sent to an engine. Larger batches keep the GPU busier; "
+                                        "smaller ones lose less work when a replica dies.")
+    concurrency: int | tuple[int, int] = Field(
+        default=1, description="Engine replicas, one GPU each: n autoscales 1..n, (m, n) between m and n.")
+    max_model_len: int = Field(default=8192, ge=512,
+                               description="Prompt plus answer tokens per request. Lower frees KV cache for "
+                                           "more parallel requests; too low refuses long chunks.")
+    gpu_memory_utilization: float = Field(default=0.85, gt=0, le=0.98,
+                                          description="Share of GPU memory vLLM takes for weights and KV "
+                                                      "cache; lower it when something else shares the GPU.")
+    max_tokens: int = Field(default=2048, ge=16,
+                            description="Answer cap per request. Too low truncates answers (the cut "
+                                        "statements are omitted); too high lets a looping model hold a slot.")
+    temperature: float = Field(default=0.0, ge=0, le=2,
+                               description="0 keeps the same chunk giving the same claims (determinism).")
+    engine_kwargs: dict[str, Any] = Field(
+        default_factory=dict, description="Further vLLM engine arguments (e.g. enable_prefix_caching, "
+        "max_num_seqs, structured_outputs_config={'backend': 'xgrammar'}); not the ones named above.")
+
+    @field_validator("model_path", mode="before")
+    @classmethod
+    def _local_model(cls, value: object) -> str:
+        if not value:
+            raise ModelNotFound(f"{MODEL_SETTING} is not set: the vllm extractor needs a local model folder; "
+                                "nothing is downloaded")
+        path = Path(str(value)).expanduser()
+        if not (path / "config.json").is_file():
+            raise ModelNotFound(f"{MODEL_SETTING}={value}: no model there (no config.json); give a local "
+                                "model folder, nothing is downloaded")
+        return str(path.resolve())
+
+    @field_validator("engine_kwargs")
+    @classmethod
+    def _not_owned(cls, value: dict[str, Any]) -> dict[str, Any]:
+        owned = sorted(set(value) & set(_OWNED_ENGINE_KWARGS))
+        if owned:
+            raise ValueError(f"engine_kwargs may not set {', '.join(owned)}: they are fields of this config "
+                             "(one GPU per replica)")
+        return value
+
+    @property
+    def model_name(self) -> str:
+        return Path(self.model_path).name
+
+    def resolved_engine_kwargs(self) -> dict[str, Any]:
+        return {**self.engine_kwargs, "max_model_len": self.max_model_len,
+                "gpu_memory_utilization": self.gpu_memory_utilization,
+                "tensor_parallel_size": 1, "pipeline_parallel_size": 1}
+
+
+def extractor_version(config: VLLMExtractorConfig) -> str:
+    return f"vllm-1:{config.model_name}:{llm_io.prompt_hash()}"
+
+
+def build_selection_processor(config: VLLMExtractorConfig):
+    """A processor from rows with `ctx_json` to rows with `selection_json`."""
+    from ray.data.llm import build_processor
+
+    return build_processor(_processor_config(config),
+                           preprocess=functools.partial(selection_preprocess, max_tokens=config.max_tokens,
+                                                        temperature=config.temperature),
+                           postprocess=selection_postprocess)
+
+
+def build_claimify_processor(config: VLLMExtractorConfig):
+    """A processor from rows with `ctx_json` and `selection_json` to rows with `claimify_json`."""
+    from ray.data.llm import build_processor
+
+    return build_processor(_processor_config(config),
+                           preprocess=functools.partial(claimify_preprocess, max_tokens=config.max_tokens,
+                                                        temperature=config.temperature),
+                           postprocess=claimify_postprocess)
+
+
+def _processor_config(config: VLLMExtractorConfig):
+    from ray.data.llm import vLLMEngineProcessorConfig
+
+    return vLLMEngineProcessorConfig(model_source=config.model_path, batch_size=config.batch_size,
+                                     concurrency=config.concurrency,
+                                     engine_kwargs=config.resolved_engine_kwargs(),
+                                     should_continue_on_error=True)
+
+
+def _sampling_params(step: str, max_tokens: int, temperature: float) -> dict[str, Any]:
+    return {"temperature": temperature, "max_tokens": max_tokens,
+            "structured_outputs": {"json": json.dumps(llm_io.load_schema(step))}}
+
+
+def selection_preprocess(row: dict[str, Any], *, max_tokens: int, temperature: float) -> dict[str, Any]:
+    ctx = llm_io.ctx_from_json(row["ctx_json"])
+    return {"messages": llm_io.selection_messages(ctx),
+            "sampling_params": _sampling_params("selection", max_tokens, temperature)}
+
+
+def claimify_preprocess(row: dict[str, Any], *, max_tokens: int, temperature: float) -> dict[str, Any]:
+    ctx = llm_io.ctx_from_json(row["ctx_json"])
+    selection = llm_io.selection_from_json(row["selection_json"])
+    # A map cannot drop a row, so a chunk with nothing kept still makes a request; one token keeps it
+    # nearly free, and its answer is not read. Filtering such rows out before this processor is better.
+    tokens = max_tokens if llm_io.kept_labels(selection) else 1
+    return {"messages": llm_io.claimify_messages(ctx, selection),
+            "sampling_params": _sampling_params("claimify", tokens, temperature)}
+
+
+def _usage(row: dict[str, Any]) -> dict[str, Any]:
+    return {"tokens_in": int(row.get("num_input_tokens") or 0),
+            "tokens_out": int(row.get("num_generated_tokens") or 0),
+            # The engine's time for this request; requests in one engine overlap, so a sum over rows
+            # counts GPU time more than once.
+            "device_seconds": max(float(row.get("time_taken_llm") or 0.0), 0.0)}
+
+
+def selection_postprocess(row: dict[str, Any]) -> dict[str, Any]:
+    ctx = llm_io.ctx_from_json(row["ctx_json"])
+    text = row.get("generated_text") or ""
+    return {"ctx_json": row["ctx_json"],
+            "selection_json": llm_io.selection_to_json(llm_io.parse_selection(ctx, text)),
+            "selection_text": text, **_usage(row)}
+
+
+def claimify_postprocess(row: dict[str, Any]) -> dict[str, Any]:
+    ctx = llm_io.ctx_from_json(row["ctx_json"])
+    selection = llm_io.selection_from_json(row["selection_json"])
+    text = row.get("generated_text") or ""
+    return {"ctx_json": row["ctx_json"], "selection_json": row["selection_json"],
+            "claimify_json": llm_io.claimify_to_json(llm_io.parse_claimify(ctx, selection, text)),
+            "claimify_text": text, **_usage(row)}
+
+
+def _error(row: dict[str, Any]) -> str | None:
+    error = row.get("__inference_error__")
+    return f"inference error: {' '.join(str(error).split())[:300]}" if error else None
+
+
+def _cost(row: dict[str, Any], model: str) -> CallCost:
+    if _error(row):     # the row skipped the postprocess, which writes the usage columns
+        return CallCost(backend=BACKEND, model=model, calls=1)
+    return CallCost(backend=BACKEND, model=model, calls=1, tokens_in=int(row["tokens_in"]),
+                    tokens_out=int(row["tokens_out"]), device_seconds=float(row["device_seconds"]))
+
+
+def selection_from_row(row: dict[str, Any], model: str) -> tuple[ChunkContext, SelectionResult, CallCost]:
+    """A Selection processor's output row as results; a failed row keeps its targets flagged."""
+    ctx = llm_io.ctx_from_json(row["ctx_json"])
+    error = _error(row)
+    selection = (llm_io.selection_fallback(ctx, error) if error
+                 else llm_io.selection_from_json(row["selection_json"]))
+    return ctx, selection, _cost(row, model)
+
+
+def claimify_from_row(row: dict[str, Any], model: str
+                      ) -> tuple[ChunkContext, SelectionResult, ClaimifyResult, CallCost]:
+    """A Claimify processor's output row as results; a failed row omits its kept statements."""
+    ctx = llm_io.ctx_from_json(row["ctx_json"])
+    selection = llm_io.selection_from_json(row["selection_json"])
+    error = _error(row)
+    result = (llm_io.claimify_fallback(selection, error) if error
+              else llm_io.claimify_from_json(row["claimify_json"]))
+    return ctx, selection, result, _cost(row, model)

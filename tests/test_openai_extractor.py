@@ -1,0 +1,321 @@
+"""OpenAIExtractor end to end against a local server replaying the hand-written answer fixtures."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pydantic
+import pytest
+
+from actors.openai_extractor import OpenAIExtractor, OpenAIExtractorConfig
+from pipeline import llm_io
+from pipeline.extraction import (
+    CallCost,
+    ChunkContext,
+    ClaimifyResult,
+    Omitted,
+    Passage,
+    Selected,
+    SelectionResult,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "llm"
+STANDUP = ROOT / "examples" / "team" / "2026-03-04-standup.md"
+TURN = re.compile(r"^\[(t\d+) \| ([^\]]+)\] (\w+): (.+)$", re.MULTILINE)
+MODEL = "test-model-8b"
+
+
+def fixture(name: str) -> str:
+    return (FIXTURES / name).read_text(encoding="utf-8")
+
+
+def standup_ctx() -> ChunkContext:
+    text = STANDUP.read_text(encoding="utf-8")
+    passages = tuple(Passage(f"P{n}", m.start(4), m.end(4), m.group(4), True, speaker=m.group(3),
+                             turn_time=datetime.fromisoformat(m.group(2)), turn_id=m.group(1))
+                     for n, m in enumerate(TURN.finditer(text), start=1))
+    return ChunkContext("v-standup", 0, "Billing migration stand-up — 2026-03-04", text[:text.index("[t1")].strip(),
+                        datetime(2026, 3, 4, 15, 0, tzinfo=UTC), "body", passages)
+
+
+def spec_ctx() -> ChunkContext:
+    sentences = [("N1", False, "Extraction runs two model calls per chunk, in two pipeline stages."),
+                 ("P1", True, ("The first call, **Selection**, reads a chunk with its surrounding context and "
+                               "judges every statement in it.")),
+                 ("P2", True, ("Each candidate gets exactly one outcome: `keep`, `keep_flagged` (kept, but marked "
+                               "borderline), or a drop with a named reason.")),
+                 ("P3", True, "The drop reasons are a fixed list:")]
+    passages = tuple(Passage(label, 100 * i, 100 * i + len(text), text, in_target)
+                     for i, (label, in_target, text) in enumerate(sentences))
+    return ChunkContext("v-spec", 12, "RememberStack: full documentation",
+                        "# RememberStack: full documentation\n\n# Claims: what a source said", None, "body", passages)
+
+
+def answer_for(request: dict) -> str:
+    """The fixture a model would have answered this request with: by prompt, then by document."""
+    system, user = request["messages"][0]["content"], request["messages"][1]["content"]
+    step = "selection" if system == llm_io.load_prompt("selection") else "claimify"
+    doc = "standup" if "stand-up" in user else "spec"
+    return fixture(f"{doc}.{step}.json")
+
+
+def usage_for(request: dict, answer: str) -> dict:
+    prompt = len(request["messages"][1]["content"]) // 4
+    return {"prompt_tokens": prompt, "completion_tokens": len(answer) // 4,
+            "total_tokens": prompt + len(answer) // 4}
+
+
+def completion(request: dict, answer: str, finish_reason: str = "stop") -> dict:
+    return {"id": "chatcmpl-test", "object": "chat.completion", "created": 1772600000, "model": request["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer},
+                         "finish_reason": finish_reason}],
+            "usage": usage_for(request, answer)}
+
+
+# A reply: (status, headers, body bytes).
+Reply = tuple[int, dict[str, str], bytes]
+
+
+def ok(request: dict) -> Reply:
+    return 200, {"Content-Type": "application/json"}, json.dumps(completion(request, answer_for(request))).encode()
+
+
+@dataclass
+class FakeServer:
+    """Records every request; `script` holds one-off replies used in order before `default`."""
+
+    base_url: str = ""
+    requests: list[dict] = field(default_factory=list)
+    script: list[Callable[[dict], Reply]] = field(default_factory=list)
+    default: Callable[[dict], Reply] = ok
+    delay_s: float = 0.0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def handle(self, path: str, body: bytes) -> Reply:
+        if path != "/v1/chat/completions":
+            return 404, {}, b"{}"
+        request = json.loads(body)
+        with self.lock:
+            self.requests.append(request)
+            reply = self.script.pop(0) if self.script else self.default
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            time.sleep(self.delay_s)
+            return reply(request)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    fake = FakeServer()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            status, headers, payload = fake.handle(self.path, body)
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(payload)   # the client may have given up first (the timeout test)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    fake.base_url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    yield fake
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def extractor(server: FakeServer, **overrides) -> OpenAIExtractor:
+    return OpenAIExtractor(OpenAIExtractorConfig(base_url=server.base_url, model=MODEL, **overrides))
+
+
+def test_select_and_claimify_end_to_end(server):
+    chunks = [standup_ctx(), spec_ctx()]
+    ex = extractor(server, max_tokens=1500)
+    selections, select_costs = ex.select(chunks)
+    assert selections == [llm_io.parse_selection(chunks[0], fixture("standup.selection.json")),
+                          llm_io.parse_selection(chunks[1], fixture("spec.selection.json"))]
+    results, claimify_costs = ex.claimify(chunks, selections)
+    assert results == [llm_io.parse_claimify(chunks[0], selections[0], fixture("standup.claimify.json")),
+                       llm_io.parse_claimify(chunks[1], selections[1], fixture("spec.claimify.json"))]
+    seed = results[0].drafts[3]
+    assert seed.claim_text == ("Ravi said that Dana and Ravi agreed on 2026-03-03 to move the billing migration "
+                               "cutover to June 8.")
+    assert seed.cited[0] == "P4"
+    assert results[1].omitted == (Omitted("P3", "the list it introduces is not among the passages shown, so the "
+                                                "statement says nothing on its own"),)
+
+    assert len(server.requests) == 4
+    for request in server.requests:
+        step = "selection" if request["messages"][0]["content"] == llm_io.load_prompt("selection") else "claimify"
+        assert request["response_format"] == {"type": "json_schema", "json_schema": {
+            "name": step, "strict": True, "schema": llm_io.load_schema(step)}}
+        assert (request["model"], request["max_tokens"], request["temperature"]) == (MODEL, 1500, 0.0)
+    selection_requests = [r for r in server.requests if r["response_format"]["json_schema"]["name"] == "selection"]
+    assert sorted(r["messages"][1]["content"] for r in selection_requests) == sorted(
+        llm_io.selection_messages(ctx)[1]["content"] for ctx in chunks)
+
+    # One cost row per call, tokens as the server reported them.
+    expected = []
+    for ctx, name in ((chunks[0], "standup"), (chunks[1], "spec")):
+        usage = usage_for({"messages": llm_io.selection_messages(ctx)}, fixture(f"{name}.selection.json"))
+        expected.append((usage["prompt_tokens"], usage["completion_tokens"]))
+    assert [(c.tokens_in, c.tokens_out) for c in select_costs] == expected
+    assert all(c.backend == "openai" and c.model == MODEL and c.calls == 1 and c.device_seconds > 0
+               for c in select_costs + claimify_costs)
+    usage = usage_for({"messages": llm_io.claimify_messages(chunks[0], selections[0])},
+                      fixture("standup.claimify.json"))
+    assert (claimify_costs[0].tokens_in, claimify_costs[0].tokens_out) == (usage["prompt_tokens"],
+                                                                           usage["completion_tokens"])
+
+
+def test_version_names_model_and_prompts(server):
+    assert extractor(server).version == f"openai-1:{MODEL}:{llm_io.prompt_hash()}"
+    assert extractor(server).name == "openai"
+
+
+def test_a_500_is_retried(server):
+    server.script = [lambda request: (500, {"Content-Type": "application/json", "retry-after-ms": "1"},
+                                      b'{"error": {"message": "engine busy"}}')]
+    selections, costs = extractor(server).select([standup_ctx()])
+    assert selections == [llm_io.parse_selection(standup_ctx(), fixture("standup.selection.json"))]
+    assert len(server.requests) == 2
+    assert costs[0].tokens_out > 0
+
+
+def test_persistent_errors_fall_back_per_chunk_and_the_batch_goes_on(server):
+    calls = {"n": 0}
+
+    def fail_standup(request: dict) -> Reply:
+        if "stand-up" in request["messages"][1]["content"]:
+            calls["n"] += 1
+            return 503, {"Content-Type": "application/json", "retry-after-ms": "1"}, b'{"error": {"message": "down"}}'
+        return ok(request)
+
+    server.default = fail_standup
+    ex = extractor(server, max_retries=1)
+    chunks = [standup_ctx(), spec_ctx()]
+    selections, costs = ex.select(chunks)
+    assert calls["n"] == 2      # the first try and one retry
+    standup = selections[0]
+    assert [s.outcome for s in standup.statements] == ["keep_flagged"] * 7
+    assert all(s.reason.startswith("selection failed: transport error: InternalServerError")
+               for s in standup.statements)
+    assert selections[1] == llm_io.parse_selection(chunks[1], fixture("spec.selection.json"))
+    assert [c.calls for c in costs] == [1, 1] and costs[0].tokens_in == 0
+
+    results, _ = ex.claimify(chunks, [llm_io.parse_selection(chunks[0], fixture("standup.selection.json")),
+                                      selections[1]])
+    assert results[0].drafts == ()
+    assert [o.label for o in results[0].omitted] == ["P2", "P3", "P4", "P5", "P6"]
+    assert all(o.cause.startswith("transport error: InternalServerError") for o in results[0].omitted)
+    assert results[1].drafts
+
+
+def test_a_malformed_body_omits_the_statements(server):
+    server.default = lambda request: (200, {"Content-Type": "application/json"}, b'{"id": "x", "choices": [')
+    selection = llm_io.parse_selection(standup_ctx(), fixture("standup.selection.json"))
+    results, costs = extractor(server, max_retries=0).claimify([standup_ctx()], [selection])
+    assert results[0].drafts == ()
+    assert [o.label for o in results[0].omitted] == ["P2", "P3", "P4", "P5", "P6"]
+    assert all(o.cause.startswith("transport error: ") for o in results[0].omitted)
+    assert costs == [CallCost("openai", MODEL, calls=1, tokens_in=0, tokens_out=0,
+                              device_seconds=costs[0].device_seconds)]
+
+
+def test_malformed_and_truncated_answers_omit_what_they_lost(server):
+    answers = [("standup.claimify.malformed.txt", "stop"), ("standup.claimify.truncated.txt", "length")]
+    server.script = [lambda request, a=a, f=f: (200, {"Content-Type": "application/json"},
+                                                json.dumps(completion(request, fixture(a), f)).encode())
+                     for a, f in answers]
+    selection = llm_io.parse_selection(standup_ctx(), fixture("standup.selection.json"))
+    ex = extractor(server, max_concurrency=1)
+    malformed, _ = ex.claimify([standup_ctx()], [selection])
+    truncated, costs = ex.claimify([standup_ctx()], [selection])
+    assert [d.cited for d in malformed[0].drafts] == [("P2",)]
+    assert all(o.cause.startswith("malformed JSON: Expecting ',' delimiter") for o in malformed[0].omitted)
+    assert truncated[0].omitted == tuple(Omitted(label, "truncated output") for label in ("P4", "P5", "P6"))
+    assert costs[0].tokens_out == len(fixture("standup.claimify.truncated.txt")) // 4
+
+
+def test_refusals_and_empty_answers_become_causes(server):
+    def refuse(request: dict) -> Reply:
+        body = completion(request, "")
+        body["choices"][0]["message"] = {"role": "assistant", "content": None, "refusal": "I cannot help."}
+        return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
+
+    server.default = refuse
+    selection = SelectionResult((Selected("P4", "keep"),))
+    results, _ = extractor(server).claimify([standup_ctx()], [selection])
+    assert results[0].omitted == (Omitted("P4", "the model refused: I cannot help."),)
+
+
+def test_timeouts_fall_back(server):
+    server.delay_s = 1.0
+    selections, _ = extractor(server, timeout_s=0.2, max_retries=0).select([spec_ctx()])
+    assert [s.outcome for s in selections[0].statements] == ["keep_flagged"] * 3
+    assert selections[0].statements[0].reason.startswith("selection failed: transport error: APITimeoutError")
+
+
+def test_an_unreachable_endpoint_does_not_fail_the_batch():
+    config = OpenAIExtractorConfig(base_url="http://127.0.0.1:9/v1", model=MODEL, max_retries=0, timeout_s=2)
+    selections, costs = OpenAIExtractor(config).select([spec_ctx()])
+    assert all(s.reason.startswith("selection failed: transport error: APIConnectionError")
+               for s in selections[0].statements)
+    assert len(costs) == 1
+
+
+def test_concurrency_is_bounded(server):
+    server.delay_s = 0.1
+    chunks = [spec_ctx()] * 6
+    extractor(server, max_concurrency=2).select(chunks)
+    assert server.max_in_flight == 2
+    server.max_in_flight = 0
+    extractor(server, max_concurrency=6).select(chunks)
+    assert server.max_in_flight > 2
+
+
+def test_nothing_to_ask_makes_no_call(server):
+    nothing_kept = SelectionResult((Selected("P1", "drop", "question"),))
+    no_targets = ChunkContext("v", 1, "t", "h", None, "body", (Passage("N1", 0, 4, "text", False),))
+    ex = extractor(server)
+    assert ex.claimify([standup_ctx()], [nothing_kept]) == ([ClaimifyResult(())], [])
+    assert ex.select([no_targets]) == ([SelectionResult(())], [])
+    assert ex.select([]) == ([], [])
+    assert server.requests == []
+    with pytest.raises(ValueError, match="2 chunks and 1 selections"):
+        ex.claimify([standup_ctx(), spec_ctx()], [nothing_kept])
+
+
+def test_config_is_strict():
+    with pytest.raises(pydantic.ValidationError):
+        OpenAIExtractorConfig(base_url="http://x/v1", model=MODEL, temprature=0.5)
+    config = OpenAIExtractorConfig(base_url="http://x/v1", model=MODEL)
+    assert (config.api_key, config.temperature) == ("EMPTY", 0.0)
+    with pytest.raises(pydantic.ValidationError):
+        config.model = "other"   # type: ignore[misc]
+    assert all(f.description for f in OpenAIExtractorConfig.model_fields.values())
