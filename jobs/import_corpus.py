@@ -39,6 +39,9 @@ _ITEM_SCHEMA = pa.schema([("item", pa.string()), ("path", pa.string()), ("source
 # they leave the cores to the embedder and the conversion tasks.
 _DB_ACTOR_CPUS = 0.1
 _TASK_CPUS = 0.25
+# Documents per embedder call. `encode` sorts its texts by length, so a bigger call pads less:
+# on 2 CPU threads, 16-document calls ran at about half the speed of one call over everything.
+_EMBED_BATCH_DOCS = 128
 
 
 @dataclass(frozen=True)
@@ -192,7 +195,7 @@ def run_import(options: ImportOptions, settings: Settings) -> RunReport:
                             "model_path": model.path, "model_name": model.name,
                             "device": "cuda" if use_gpu else settings.embedding_device,
                             "batch_size": settings.embed_batch_size, "threads": threads},
-                        compute=pool, batch_size=b, batch_format="pyarrow",
+                        compute=pool, batch_size=max(b, _EMBED_BATCH_DOCS), batch_format="pyarrow",
                         **({"num_gpus": 1} if use_gpu else {"num_cpus": 1}))
     ds = ds.map_batches(Write, fn_constructor_kwargs={"dsn": authority.dsn, "object_store": store_uri,
                                                        "run_id": run_id, "extractor": extractor_version},
