@@ -68,7 +68,7 @@ class Write:
     """Land a batch of versions in one transaction; on failure, retry them one by one so a single
     bad version is recorded as failed and the others still land."""
 
-    def __init__(self, dsn: str, object_store: str, run_id: str, extractor: str) -> None:
+    def __init__(self, dsn: str, object_store: str, run_id: str, extractor: str | None) -> None:
         self._conn = psycopg.connect(dsn)
         register_vector(self._conn)
         self._store = ObjectStore(object_store)

@@ -78,9 +78,7 @@ class Extract:
             for row in active:
                 records.fail(row, "extract", f"{type(err).__name__}: {err}")
             costs = []
-        cost_rows = [{"stage": "extract_claims", "backend": c.backend, "model": c.model, "calls": c.calls,
-                      "tokens_in": c.tokens_in, "tokens_out": c.tokens_out,
-                      "device_seconds": c.device_seconds} for c in costs]
+        cost_rows = [claims.cost_row(c) for c in costs]
         if active and cost_rows:
             # One batch of calls served several versions; the batch's cost rides on its first row.
             active[0]["costs"] = cost_rows

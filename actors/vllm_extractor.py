@@ -176,7 +176,9 @@ def claimify_postprocess(row: dict[str, Any]) -> dict[str, Any]:
     text = row.get("generated_text") or ""
     return {"ctx_json": row["ctx_json"], "selection_json": row["selection_json"],
             "claimify_json": llm_io.claimify_to_json(llm_io.parse_claimify(ctx, selection, text)),
-            "claimify_text": text, **_usage(row)}
+            "claimify_text": text, **_usage(row),
+            # the Selection request's usage, carried so both calls reach the cost ledger
+            **{f"selection_{k}": row.get(k) or 0 for k in ("tokens_in", "tokens_out", "device_seconds")}}
 
 
 def _error(row: dict[str, Any]) -> str | None:

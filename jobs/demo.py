@@ -26,6 +26,12 @@ def main(settings: Settings) -> int:
         print("\nsections that are not body text:")
         for title, heading, role in demo_queries.non_body_sections(conn):
             print(f"  {title}: {heading!r} → {role}")
+        print("\na few claims, with the characters they stand on and their dates:")
+        for title, start, end, text, span, asserted, vfrom, vuntil, precision in demo_queries.sample_claims(conn):
+            window = (f"{vfrom:%Y-%m-%d}..{vuntil:%Y-%m-%d}" if vfrom and vuntil else
+                      f"{vfrom:%Y-%m-%d}..open" if vfrom else "no stated time")
+            print(f"  {title} [{start}:{end}] said {asserted:%Y-%m-%d}: {text}")
+            print(f"      source span {span!r}; world time {window} ({precision})")
         query = "who leads the billing migration"
         print(f"\nnearest chunks to {query!r} (cosine distance, exact characters of document.md):")
         from actors.embedder import load_model, resolve_model

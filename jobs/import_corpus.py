@@ -16,20 +16,23 @@ import sys
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from tqdm import tqdm
 
 from actors.db_writer import Ingest, Write
 from actors.extractor import Extract, ExtractorConfig, build_extractor
-from actors.embedder import Embed, embedding_dim, load_model, resolve_model
+from actors.embedder import Embed, ModelNotFound, embedding_dim, load_model, resolve_model
 from jobs import runtime
 from pipeline import records, stages
 from pipeline.convert import ROUTES
 from pipeline.settings import Settings
 from pipeline.sources import SourceOptions, list_sources
 from sql import runs, store
+
+if TYPE_CHECKING:
+    from jobs import extract_llm
 
 # The columns of `pipeline.sources.SourceItem`.
 _ITEM_SCHEMA = pa.schema([("item", pa.string()), ("path", pa.string()), ("source_ref", pa.string()),
@@ -149,8 +152,10 @@ def _items_dataset(items: list[dict[str, Any]]):
                                 for i in range(0, len(items), per_block)])
 
 
-def run_import(options: ImportOptions, settings: Settings) -> RunReport:
-    """Import `options.paths` into the memory named by `settings`; return the run report."""
+def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.LlmPass | None" = None) -> RunReport:
+    """Import `options.paths` into the memory named by `settings`; return the run report.
+
+    `llm` replaces the `vllm` pass's processors (tests drive the pass with a stand-in engine)."""
     import ray
 
     started = time.perf_counter()
@@ -168,7 +173,14 @@ def run_import(options: ImportOptions, settings: Settings) -> RunReport:
     report = RunReport(run_id)
 
     items = _source_items(options)
-    extractor_version = build_extractor(options.extractor).version
+    if llm is None and options.extractor.backend == "vllm":
+        from jobs import extract_llm
+
+        if not options.extractor.llm_model:
+            raise ModelNotFound("the vllm extractor needs CORPUSMEM_LLM_MODEL: a local model folder")
+        llm = extract_llm.vllm_pass(options.extractor.llm_model)
+    # With an LLM pass, claims come from that pass after the main pipeline.
+    extractor_version = None if llm is not None else build_extractor(options.extractor).version
     use_gpu = resources.get("GPU", 0) >= 1
     threads = max(1, int(resources.get("CPU", 1)) // max(options.workers, 1))
     pool = ray.data.ActorPoolStrategy(size=options.workers)
@@ -188,9 +200,10 @@ def run_import(options: ImportOptions, settings: Settings) -> RunReport:
                         batch_format="pyarrow", num_cpus=_TASK_CPUS)
     ds = ds.map_batches(stages.chunk, fn_kwargs={"target_chars": target}, batch_size=b,
                         batch_format="pyarrow", num_cpus=_TASK_CPUS)
-    ds = ds.map_batches(Extract, fn_constructor_kwargs={"config": options.extractor},
-                        compute=ray.data.ActorPoolStrategy(size=1), batch_size=b,
-                        batch_format="pyarrow", num_cpus=_DB_ACTOR_CPUS)
+    if llm is None:
+        ds = ds.map_batches(Extract, fn_constructor_kwargs={"config": options.extractor},
+                            compute=ray.data.ActorPoolStrategy(size=1), batch_size=b,
+                            batch_format="pyarrow", num_cpus=_DB_ACTOR_CPUS)
     ds = ds.map_batches(Embed, fn_constructor_kwargs={
                             "model_path": model.path, "model_name": model.name,
                             "device": "cuda" if use_gpu else settings.embedding_device,
@@ -211,6 +224,14 @@ def run_import(options: ImportOptions, settings: Settings) -> RunReport:
                 report.add(row)
             bar.update(batch.num_rows)
             bar.set_postfix(chunks=report.chunks, failed=report.outcomes[records.FAILED], refresh=False)
+        if llm is not None:
+            from jobs import extract_llm
+
+            landed = extract_llm.run(authority.dsn, store_uri, llm, model,
+                                     device="cuda" if use_gpu else settings.embedding_device,
+                                     embed_batch_size=settings.embed_batch_size, batch_size=b)
+            report.claims += landed["claims"]
+            report.ledger_rows += landed["ledger_rows"]
         report.status = "succeeded"
     finally:
         bar.close()

@@ -16,8 +16,8 @@ from dataclasses import asdict
 from typing import Any
 
 from pipeline import grounding, segment
-from pipeline.extraction import (CallCost, ChunkContext, DraftClaim, Extractor, LedgerEntry,
-                                 SelectionResult)
+from pipeline.extraction import (CallCost, ChunkContext, ClaimifyResult, DraftClaim, Extractor,
+                                 LedgerEntry, SelectionResult)
 
 NAMESPACE = uuid.UUID("9d6b1c2e-3f4a-4b5c-8d7e-1a2b3c4d5e6f")
 
@@ -42,7 +42,7 @@ def build_context(row: Row, chunk_index: int) -> ChunkContext:
         passages=tuple(segment.context_passages(row["markdown"], spans, chunk_index)))
 
 
-def _reusable(row: Row, extractor: str) -> dict[str, list[Row]]:
+def reusable(row: Row, extractor: str) -> dict[str, list[Row]]:
     """Prior claims by chunk text, for chunks the same extractor already read."""
     found: dict[str, list[Row]] = defaultdict(list)
     for prior in row["prior_claims"] or []:
@@ -51,7 +51,7 @@ def _reusable(row: Row, extractor: str) -> dict[str, list[Row]]:
     return found
 
 
-def _reused_claims(chunk: Row, priors: list[Row]) -> list[Row]:
+def reused_claims(chunk: Row, priors: list[Row]) -> list[Row]:
     out = []
     for prior in priors:
         if prior["claim_id"] is None:
@@ -73,6 +73,11 @@ def _claim_row(**values: Any) -> Row:
                          "reused"))
     row.update(values)
     return row
+
+
+def cost_row(cost: CallCost, stage: str = "extract_claims") -> Row:
+    return {"stage": stage, "backend": cost.backend, "model": cost.model, "calls": cost.calls,
+            "tokens_in": cost.tokens_in, "tokens_out": cost.tokens_out, "device_seconds": cost.device_seconds}
 
 
 def _ledger_row(ctx: ChunkContext, entry: LedgerEntry) -> Row:
@@ -101,7 +106,7 @@ def _draft_to_claim(row: Row, ctx: ChunkContext, chunk: Row, draft: DraftClaim,
     return _claim_row(
         claim_id=claim_id_for(extractor, row["doc_id"], chunk["text_hash"], start - chunk["char_start"],
                               draft.claim_text),
-        chunk_ord=ctx.chunk_ord, claim_text=draft.claim_text, source_span=row["markdown"][start:end],
+        chunk_ord=ctx.chunk_ord, claim_text=draft.claim_text, source_span=ctx.passage(draft.cited[0]).text,
         char_start=start, char_end=end,
         evidence_spans=[{"char_start": s, "char_end": e} for s, e in spans],
         is_attributed=draft.is_attributed, valid_from=draft.valid_from, valid_until=draft.valid_until,
@@ -115,10 +120,10 @@ def extract_batch(rows: list[Row], extractor: Extractor) -> list[CallCost]:
     contexts: list[tuple[Row, Row, ChunkContext]] = []
     for row in rows:
         row["claims"], row["ledger"] = [], []
-        reusable = _reusable(row, extractor.version)
+        read_before = reusable(row, extractor.version)
         for index, chunk in enumerate(row["chunks"]):
-            if chunk["text_hash"] in reusable:
-                row["claims"].extend(_reused_claims(chunk, reusable[chunk["text_hash"]]))
+            if chunk["text_hash"] in read_before:
+                row["claims"].extend(reused_claims(chunk, read_before[chunk["text_hash"]]))
             else:
                 contexts.append((row, chunk, build_context(row, index)))
         row["prior_claims"] = None
@@ -136,26 +141,31 @@ def extract_batch(rows: list[Row], extractor: Extractor) -> list[CallCost]:
     results, more_costs = extractor.claimify(enriched, selections)
 
     for (row, chunk, _), ctx, selection, result in zip(contexts, enriched, selections, results):
-        entries = _selection_ledger(ctx, selection)
-        for omitted in result.omitted:
-            passage = ctx.passage(omitted.label)
-            if passage is not None:
-                entries.append(LedgerEntry("claimify_omitted", passage.char_start, passage.char_end,
-                                           omitted.cause, passage.text[:200]))
-        for draft in result.drafts:
-            verdict = grounding.check(ctx, selection, draft)
-            origin = ctx.passage(draft.cited[0]) if draft.cited else None
-            at = (origin.char_start, origin.char_end) if origin else (chunk["char_start"], chunk["char_start"])
-            if not verdict.passed:
-                entries.append(LedgerEntry("grounding_rejected", *at, verdict.check,
-                                           f"{verdict.detail}: {draft.claim_text[:200]}"))
-                continue
-            if draft.added_context:
-                entries.append(LedgerEntry("decontext_edit", *at, None,
-                                           "; ".join(f"{a.origin}: {a.text}" for a in draft.added_context)))
-            claim = _draft_to_claim(row, ctx, chunk, draft, verdict.evidence_spans, extractor.version)
-            if all(c["claim_id"] != claim["claim_id"] for c in row["claims"]):
-                row["claims"].append(claim)
-        row["ledger"].extend(_ledger_row(ctx, e) for e in entries)
+        land(row, chunk, ctx, selection, result, extractor.version)
     return costs + more_costs
 
+
+def land(row: Row, chunk: Row, ctx: ChunkContext, selection: SelectionResult, result: ClaimifyResult,
+         extractor: str) -> None:
+    """Gate every draft of one chunk; append its claims and ledger rows to the row."""
+    entries = _selection_ledger(ctx, selection)
+    for omitted in result.omitted:
+        passage = ctx.passage(omitted.label)
+        if passage is not None:
+            entries.append(LedgerEntry("claimify_omitted", passage.char_start, passage.char_end,
+                                       omitted.cause, passage.text[:200]))
+    for draft in result.drafts:
+        verdict = grounding.check(ctx, selection, draft)
+        origin = ctx.passage(draft.cited[0]) if draft.cited else None
+        at = (origin.char_start, origin.char_end) if origin else (chunk["char_start"], chunk["char_start"])
+        if not verdict.passed:
+            entries.append(LedgerEntry("grounding_rejected", *at, verdict.check,
+                                       f"{verdict.detail}: {draft.claim_text[:200]}"))
+            continue
+        if draft.added_context:
+            entries.append(LedgerEntry("decontext_edit", *at, None,
+                                       "; ".join(f"{a.origin}: {a.text}" for a in draft.added_context)))
+        claim = _draft_to_claim(row, ctx, chunk, draft, verdict.evidence_spans, extractor)
+        if all(c["claim_id"] != claim["claim_id"] for c in row["claims"]):
+            row["claims"].append(claim)
+    row["ledger"].extend(_ledger_row(ctx, e) for e in entries)

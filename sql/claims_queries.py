@@ -63,3 +63,33 @@ def chunk_at(conn: psycopg.Connection, version_id: str, offset: int) -> tuple[An
     return conn.execute(
         "SELECT c.ord, s.role, c.extracted_by FROM chunks c JOIN sections s USING (section_id)"
         " WHERE c.version_id = %s AND c.char_start <= %s AND c.char_end > %s", (version_id, offset, offset)).fetchone()
+
+
+def pending_extraction(conn: psycopg.Connection) -> list[str]:
+    """Versions written with claim extraction left for its own pass (the `vllm` extractor)."""
+    return [str(r[0]) for r in conn.execute(
+        "SELECT w.version_id FROM stage_work w JOIN versions v USING (version_id)"
+        " WHERE w.stage = 'extract_claims' AND w.status = 'pending' AND v.status = 'ready'"
+        " ORDER BY w.version_id").fetchall()]
+
+
+def extraction_inputs(conn: psycopg.Connection, version_id: str) -> dict[str, Any]:
+    """What building a version's chunk contexts needs: document, document.md key, chunks, roles."""
+    doc_id, title, asserted_at, key = conn.execute(
+        "SELECT v.doc_id, d.title, v.source_modified_at, r.object_key FROM versions v"
+        " JOIN documents d USING (doc_id) JOIN representations r USING (version_id) WHERE v.version_id = %s",
+        (version_id,)).fetchone()
+    chunks = conn.execute(
+        "SELECT c.ord, c.char_start, c.char_end, c.text_hash, s.ord, s.role, c.extracted_by FROM chunks c"
+        " JOIN sections s USING (section_id) WHERE c.version_id = %s ORDER BY c.ord", (version_id,)).fetchall()
+    return {"doc_id": str(doc_id), "title": title, "source_modified_at": asserted_at, "object_key": key,
+            "chunks": chunks}
+
+
+def chunk_keys(conn: psycopg.Connection, version_id: str, chunk_ord: int) -> tuple[str, int, str, Any]:
+    """(doc_id, char_start, text_hash, said-on time) of one chunk."""
+    row = conn.execute(
+        "SELECT c.doc_id, c.char_start, c.text_hash, v.source_modified_at FROM chunks c"
+        " JOIN versions v USING (version_id) WHERE c.version_id = %s AND c.ord = %s",
+        (version_id, chunk_ord)).fetchone()
+    return str(row[0]), row[1], row[2], row[3]

@@ -32,3 +32,12 @@ def nearest_chunks(conn: psycopg.Connection, vector: np.ndarray, k: int) -> list
         "SELECT d.title, c.char_start, c.char_end, c.embedding <=> %s AS distance, c.text"
         " FROM chunks c JOIN documents d USING (doc_id) WHERE d.deleted_at IS NULL"
         " ORDER BY distance LIMIT %s", (Vector(vector), k)).fetchall()
+
+
+def sample_claims(conn: psycopg.Connection, limit: int = 5) -> list[tuple[Any, ...]]:
+    """Claims whose wording differs from their source (attributed or dated), oldest said first."""
+    return conn.execute(
+        "SELECT d.title, c.char_start, c.char_end, c.claim_text, c.source_span, c.asserted_at,"
+        " c.claim_valid_from, c.claim_valid_until, c.claim_valid_precision FROM claims c"
+        " JOIN documents d USING (doc_id) WHERE c.claim_text <> c.source_span AND c.asserted_at IS NOT NULL"
+        " AND c.is_current_testimony ORDER BY c.asserted_at, c.char_start LIMIT %s", (limit,)).fetchall()

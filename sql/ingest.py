@@ -107,7 +107,7 @@ def ingest_version(
             return Ingested(doc_id, version_id, False, outcome, stored_mime if resuming else version_mime,
                             doc_title, doc_mode, parked,
                             _prior_vectors(conn, doc_id, version_id) if resuming else [],
-                            _prior_claims(conn, doc_id, version_id) if resuming else [])
+                            prior_claims(conn, doc_id, version_id) if resuming else [])
 
         seq = 1 if latest is None else latest[1] + 1
         version_id = version_id_for(doc_id, seq, content_hash)
@@ -124,14 +124,14 @@ def ingest_version(
             " VALUES (%s, 'ingest', 'succeeded', 1, now(), now()), (%s, 'convert', 'pending', 0, NULL, NULL)",
             (version_id, version_id))
         return Ingested(doc_id, version_id, True, "process", stored_mime, doc_title, doc_mode, None,
-                        _prior_vectors(conn, doc_id, version_id), _prior_claims(conn, doc_id, version_id))
+                        _prior_vectors(conn, doc_id, version_id), prior_claims(conn, doc_id, version_id))
 
 
 _PREVIOUS_READY = ("SELECT v.version_id FROM versions v WHERE v.doc_id = %s AND v.version_id <> %s"
                    " AND v.status = 'ready' ORDER BY v.seq DESC LIMIT 1")
 
 
-def _prior_claims(conn: psycopg.Connection, doc_id: str, version_id: str) -> list[dict]:
+def prior_claims(conn: psycopg.Connection, doc_id: str, version_id: str) -> list[dict]:
     """What the previous finished version's chunks yielded, by chunk text: its current claims with
     offsets relative to the chunk, and a claimless marker for a chunk that was read and gave
     none, so an unchanged passage keeps its claims and costs no model call."""

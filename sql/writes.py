@@ -31,6 +31,8 @@ WORK_STAGE = {
 WORK_STAGES = ("ingest", "convert", "structure", "chunk", "extract_claims", "ground_claims", "embed_chunk",
                "embed_claim")
 
+_EXTRACTION_STAGES = ("extract_claims", "ground_claims", "embed_claim")
+
 _SECTION_COLUMNS = ("section_id", "version_id", "ord", "heading", "level", "role", "char_start", "char_end")
 _SECTION_TYPES = ("uuid", "uuid", "int4", "text", "int4", "text", "int4", "int4")
 _CHUNK_COLUMNS = ("chunk_id", "version_id", "doc_id", "section_id", "ord", "char_start", "char_end",
@@ -95,7 +97,9 @@ def _copy_deduplicated(cur: psycopg.Cursor, table: str, columns: tuple[str, ...]
         psycopg.sql.Identifier(table), cols, cols, psycopg.sql.Identifier(staging)))
 
 
-def _write_claims(cur: psycopg.Cursor, rows: list[dict[str, Any]], extractor: str) -> None:
+def write_claims(cur: psycopg.Cursor, rows: list[dict[str, Any]], extractor: str) -> None:
+    """Claims (new ones; reused ones only as occurrences), ledger and cost rows of `rows`, each with
+    `version_id`, `doc_id`, `source_modified_at`, `claims`, `ledger` and `costs`."""
     def chunk_id(r: dict[str, Any], c: dict[str, Any]) -> uuid.UUID:
         return _uuid(child_id(r["version_id"], "chunk", c["chunk_ord"]))
 
@@ -119,17 +123,20 @@ def _write_claims(cur: psycopg.Cursor, rows: list[dict[str, Any]], extractor: st
         " device_seconds) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
         [(r["version_id"], c["stage"], c["backend"], c["model"], c["calls"], c["tokens_in"], c["tokens_out"],
           c["device_seconds"]) for r in rows for c in r["costs"] or []])
-    # Extraction by another extractor version is replaced, not added to: its claims of these
-    # versions stop being current testimony.
+    # A passage read again by another extractor version: the other version's claims from the
+    # same text of the same document stop being current testimony (`reextracted`).
     cur.execute(
-        "UPDATE claims SET is_current_testimony = false, currency_reason = 'reextracted'"
-        " WHERE is_current_testimony AND extractor <> %s AND claim_id IN ("
-        " SELECT claim_id FROM claim_occurrences WHERE version_id = ANY(%s))",
-        (extractor, [_uuid(r["version_id"]) for r in rows]))
+        "UPDATE claims c SET is_current_testimony = false, currency_reason = 'reextracted'"
+        " FROM chunks old, chunks new WHERE c.chunk_id = old.chunk_id AND c.doc_id = new.doc_id"
+        " AND old.text_hash = new.text_hash AND new.version_id = ANY(%s) AND c.extractor <> %s"
+        " AND c.is_current_testimony",
+        ([_uuid(r["version_id"]) for r in rows], extractor))
 
 
 def write_finished(conn: psycopg.Connection, rows: list[dict[str, Any]], md_keys: dict[str, str],
-                   extractor: str) -> None:
+                   extractor: str | None) -> None:
+    """`extractor` None: claim extraction runs after this write, in its own pass (`vllm`), so
+    the extraction stages are left pending."""
     """Write versions that went through every stage (outcome process/resume, no error)."""
     with conn.cursor() as cur:
         for row in rows:
@@ -149,12 +156,14 @@ def write_finished(conn: psycopg.Connection, rows: list[dict[str, Any]], md_keys
              c["char_end"], c["text"], c["text_hash"],
              _vector(c["embedding"]), bool(c["reused"]), extractor)
             for r in rows for c in r["chunks"]))
-        _write_claims(cur, rows, extractor)
+        if extractor is not None:
+            write_claims(cur, rows, extractor)
         for row in rows:
             cur.execute("UPDATE versions SET status = 'ready', error = NULL, parked_reason = NULL"
                         " WHERE version_id = %s", (row["version_id"],))
             _set_stages(cur, row["version_id"], {
-                stage: ("succeeded", None, None) for stage in WORK_STAGES[1:]})
+                stage: ("pending" if extractor is None and stage in _EXTRACTION_STAGES else "succeeded",
+                        None, None) for stage in WORK_STAGES[1:]})
 
 
 def write_unfinished(conn: psycopg.Connection, row: dict[str, Any]) -> None:
@@ -187,3 +196,18 @@ def record_run_items(conn: psycopg.Connection, run_id: str, rows: list[dict[str,
             " VALUES (%s, %s, %s, %s, %s, %s)",
             [(run_id, r["item"], r["outcome"], r["error_stage"], r["error"], r["version_id"])
              for r in rows])
+
+
+def mark_chunk_extracted(cur: psycopg.Cursor, version_id: str, chunk_ord: int, extractor: str) -> None:
+    cur.execute("UPDATE chunks SET extracted_by = %s WHERE version_id = %s AND ord = %s",
+                (extractor, version_id, chunk_ord))
+
+
+def finish_extraction(cur: psycopg.Cursor, version_ids: list[str]) -> list[str]:
+    """Mark the extraction stages succeeded for versions whose every chunk has been read; return them."""
+    done = [str(r[0]) for r in cur.execute(
+        "SELECT version_id FROM chunks WHERE version_id = ANY(%s) GROUP BY version_id"
+        " HAVING bool_and(extracted_by IS NOT NULL)", ([_uuid(v) for v in version_ids],)).fetchall()]
+    for version_id in done:
+        _set_stages(cur, version_id, {stage: ("succeeded", None, None) for stage in _EXTRACTION_STAGES})
+    return done

@@ -1,0 +1,107 @@
+"""The actors around the `vllm` extraction pass: `LoadContexts` turns versions waiting for
+extraction into one row per chunk to read (and lands, itself, the chunks an earlier version
+already read); `LandClaims` gates the model's answers, embeds the claims and writes them.
+
+Between the two run the Selection and Claimify processors (`actors/vllm_extractor.py`), which
+keep only `ctx_json` and their own columns; the context carries `version_id` and `chunk_ord`,
+which is all `LandClaims` needs to find the chunk again.
+"""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+import pyarrow as pa
+from pgvector.psycopg import register_vector
+
+from actors.embedder import ModelRef, load_model
+from actors.object_store import ObjectStore
+from actors.vllm_extractor import claimify_from_row
+from pipeline import claims, llm_io
+from pipeline.extraction import CallCost
+from sql import claims_queries, ingest, writes
+
+CONTEXT_SCHEMA = pa.schema([("ctx_json", pa.string())])
+LANDED_SCHEMA = pa.schema([("version_id", pa.string()), ("chunk_ord", pa.int32()), ("claims", pa.int64()),
+                           ("ledger_rows", pa.int64()), ("seconds", pa.float64())])
+
+
+class LoadContexts:
+    def __init__(self, dsn: str, object_store: str, extractor: str) -> None:
+        self._conn = psycopg.connect(dsn)
+        register_vector(self._conn)
+        self._store = ObjectStore(object_store)
+        self._extractor = extractor
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        out: list[dict] = []
+        for version_id in batch.column("version_id").to_pylist():
+            found = claims_queries.extraction_inputs(self._conn, version_id)
+            row = {"version_id": version_id, "doc_id": found["doc_id"], "title": found["title"],
+                   "source_modified_at": found["source_modified_at"],
+                   "markdown": self._store.get(found["object_key"]).decode("utf-8"),
+                   "sections": [{"ord": s_ord, "role": role} for *_, s_ord, role, _ in found["chunks"]],
+                   "chunks": [{"ord": o, "char_start": s, "char_end": e, "text_hash": h, "section_ord": s_ord}
+                              for o, s, e, h, s_ord, _, _ in found["chunks"]],
+                   "prior_claims": ingest.prior_claims(self._conn, found["doc_id"], version_id),
+                   "claims": [], "ledger": [], "costs": []}
+            reusable = claims.reusable(row, self._extractor)
+            done = {o for o, *_, extracted_by in found["chunks"] if extracted_by == self._extractor}
+            with self._conn.transaction(), self._conn.cursor() as cur:
+                for index, chunk in enumerate(row["chunks"]):
+                    if chunk["ord"] in done:
+                        continue  # landed by an earlier, interrupted pass
+                    if chunk["text_hash"] in reusable:
+                        row["claims"].extend(claims.reused_claims(chunk, reusable[chunk["text_hash"]]))
+                        writes.mark_chunk_extracted(cur, version_id, chunk["ord"], self._extractor)
+                    else:
+                        out.append({"ctx_json": llm_io.ctx_to_json(claims.build_context(row, index))})
+                # Reused claims land here, before this version's other chunks are handed on, so
+                # whoever lands the last chunk sees every other chunk marked read.
+                writes.write_claims(cur, [row], self._extractor)
+                writes.finish_extraction(cur, [version_id])
+        return pa.Table.from_pylist(out, schema=CONTEXT_SCHEMA)
+
+
+class LandClaims:
+    def __init__(self, dsn: str, extractor: str, model_label: str, embed_model_path: str,
+                 embed_model_name: str, embed_device: str, embed_batch_size: int) -> None:
+        self._conn = psycopg.connect(dsn)
+        register_vector(self._conn)
+        self._extractor = extractor
+        self._model_label = model_label
+        self._embedder = load_model(ModelRef(embed_model_name, embed_model_path), embed_device)
+        self._batch_size = embed_batch_size
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        started = time.perf_counter()
+        landed = []
+        for row in batch.to_pylist():
+            ctx, selection, result, cost = claimify_from_row(row, self._model_label)
+            doc_id, chunk_start, text_hash, asserted_at = claims_queries.chunk_keys(
+                self._conn, ctx.version_id, ctx.chunk_ord)
+            target = {"version_id": ctx.version_id, "doc_id": doc_id, "source_modified_at": asserted_at,
+                      "chunk_ord": ctx.chunk_ord, "claims": [], "ledger": [], "costs": []}
+            chunk = {"ord": ctx.chunk_ord, "char_start": chunk_start, "text_hash": text_hash}
+            claims.land(target, chunk, ctx, selection, result, self._extractor)
+            selection_cost = CallCost(cost.backend, cost.model, 1, int(row.get("selection_tokens_in") or 0),
+                                      int(row.get("selection_tokens_out") or 0),
+                                      float(row.get("selection_device_seconds") or 0.0))
+            target["costs"] = [claims.cost_row(c) for c in (selection_cost, cost)]
+            landed.append(target)
+        todo = [c for t in landed for c in t["claims"]]
+        if todo:
+            vectors = self._embedder.encode([c["claim_text"] for c in todo], batch_size=self._batch_size,
+                                            normalize_embeddings=True, show_progress_bar=False)
+            for claim, vector in zip(todo, vectors):
+                claim["embedding"] = vector.astype("<f4").tobytes()
+        with self._conn.transaction(), self._conn.cursor() as cur:
+            writes.write_claims(cur, landed, self._extractor)
+            for t in landed:
+                writes.mark_chunk_extracted(cur, t["version_id"], t["chunk_ord"], self._extractor)
+            writes.finish_extraction(cur, sorted({t["version_id"] for t in landed}))
+        seconds = (time.perf_counter() - started) / max(len(landed), 1)
+        return pa.Table.from_pylist([{"version_id": t["version_id"], "chunk_ord": t["chunk_ord"],
+                                      "claims": len(t["claims"]), "ledger_rows": len(t["ledger"]),
+                                      "seconds": seconds} for t in landed], schema=LANDED_SCHEMA)

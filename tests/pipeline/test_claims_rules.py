@@ -1,0 +1,241 @@
+"""Claims from the `rules` extractor and the grounding gate, on the seed's own examples."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from actors.extractor import RulesExtractor
+from pipeline import claims, grounding
+from pipeline.chunk import structure_and_chunk
+from pipeline.claimify_rules import claimify_rules
+from pipeline.extraction import (CallCost, ChunkContext, ClaimifyResult, DraftClaim, Passage,
+                                 SelectionResult, Selected)
+from pipeline.segment import context_passages, document_header
+
+TRANSCRIPT = """# Billing stand-up
+
+Participants: Dana, Ravi
+
+**Ravi:** Dana and I agreed yesterday to move the cutover to June 8.
+"""
+
+
+def row_for(markdown: str, *, title: str = "doc", asserted_at: datetime | None = None,
+            target: int = 1200) -> dict:
+    sections, chunks = structure_and_chunk(markdown, target)
+    for c in chunks:
+        c.update(embedding=None, reused=False)
+    return {"version_id": "00000000-0000-0000-0000-000000000001", "doc_id": "00000000-0000-0000-0000-000000000002",
+            "title": title, "markdown": markdown, "source_modified_at": asserted_at, "sections": sections,
+            "chunks": chunks, "prior_claims": None, "claims": None, "ledger": None}
+
+
+def extract(markdown: str, **kw) -> dict:
+    row = row_for(markdown, **kw)
+    claims.extract_batch([row], RulesExtractor())
+    return row
+
+
+def texts(row: dict) -> list[str]:
+    return [c["claim_text"] for c in row["claims"]]
+
+
+def test_the_seeds_transcript_example():
+    row = extract(TRANSCRIPT, asserted_at=datetime(2026, 3, 4, 15, tzinfo=UTC))
+
+    [claim] = [c for c in row["claims"] if "cutover" in c["claim_text"]]
+    assert claim["claim_text"] == "Ravi said that Dana and Ravi agreed on 2026-03-03 to move the cutover to June 8."
+    assert claim["source_span"] == "Dana and I agreed yesterday to move the cutover to June 8."
+    assert row["markdown"][claim["char_start"]:claim["char_end"]] == claim["source_span"]
+    assert claim["evidence_spans"][0] == {"char_start": claim["char_start"], "char_end": claim["char_end"]}
+    assert claim["is_attributed"] is True
+    assert (claim["valid_from"], claim["valid_until"], claim["precision"], claim["kind"]) == (
+        datetime(2026, 3, 3, tzinfo=UTC), datetime(2026, 3, 3, tzinfo=UTC), "day", "event_time")
+    # the participants line frames the document and is not a claim
+    assert all("Participants" not in t for t in texts(row))
+
+
+def test_attribution_follows_each_speaker_over_several_turns():
+    markdown = ("# Sync\n\n[t1 | 2026-05-20T09:30:00Z] Dana: I moved the cutover to June 15.\n\n"
+                "[t2 | 2026-05-20T09:31:00Z] Ravi: I finished the schema change.\n\n"
+                "[t3 | 2026-05-20T09:32:00Z] Dana: Priya owns the tax codes now.\n")
+    row = extract(markdown, asserted_at=datetime(2026, 5, 20, tzinfo=UTC))
+    assert texts(row) == ["Dana said that Dana moved the cutover to June 15.",
+                          "Ravi said that Ravi finished the schema change.",
+                          "Dana said that Priya owns the tax codes now."]
+    assert all(c["is_attributed"] for c in row["claims"])
+
+
+def test_plain_speaker_lines_are_attributed_too():
+    row = extract("# Call\n\nRavi: The new tables are live in staging.\n",
+                  asserted_at=datetime(2026, 3, 4, tzinfo=UTC))
+    assert texts(row) == ["Ravi said that the new tables are live in staging."]
+
+
+def test_an_opinion_with_a_holder_is_kept_and_attributed():
+    row = extract("# Notes\n\nDana thinks the June date is too tight.\n")
+    assert texts(row) == ["Dana thinks the June date is too tight."]
+    assert row["claims"][0]["is_attributed"] is True
+
+
+def test_year_precision_and_inclusive_end():
+    row = extract("# Report\n\nBilling errors rose sharply in 2025 at Acme.\n")
+    claim = row["claims"][0]
+    assert (claim["valid_from"], claim["valid_until"], claim["precision"]) == (
+        datetime(2025, 1, 1, tzinfo=UTC), datetime(2025, 12, 31, tzinfo=UTC), "year")
+
+
+def test_vague_and_undated_relative_dates_are_left_as_written():
+    vague = extract("# Notes\n\nRavi merged the schema change a few weeks ago.\n",
+                    asserted_at=datetime(2026, 3, 4, tzinfo=UTC))
+    assert texts(vague) == ["Ravi merged the schema change a few weeks ago."]
+    assert vague["claims"][0]["precision"] == "unknown" and vague["claims"][0]["valid_from"] is None
+
+    undated = extract("# Notes\n\nRavi merged the schema change yesterday.\n", asserted_at=None)
+    assert texts(undated) == ["Ravi merged the schema change yesterday."]
+    assert undated["claims"][0]["valid_from"] is None
+
+
+def test_a_pronoun_is_resolved_from_the_passage_before_or_omitted():
+    row = extract("# Notes\n\nRavi finished the schema change. He moved to the search team.\n")
+    assert "Ravi moved to the search team." in texts(row)
+
+    row = extract("# Notes\n\nRavi and Dana met Priya. She moved to the search team.\n")
+    assert not any("search" in t for t in texts(row))
+    omitted = [e for e in row["ledger"] if e["decision"] == "claimify_omitted"]
+    assert omitted and "She" in omitted[0]["reason"]
+
+
+def test_every_drop_is_in_the_ledger_with_its_reason():
+    row = extract("# Notes\n\nShould we move the cutover?\n\nYou should always back up first.\n\n"
+                  "Ravi leads the billing migration.\n")
+    drops = {(e["decision"], e["reason"]) for e in row["ledger"]}
+    assert ("selection_drop", "question") in drops and ("selection_drop", "advice") in drops
+    assert texts(row) == ["Ravi leads the billing migration."]
+
+
+def _context(text: str) -> ChunkContext:
+    markdown = f"# Plan\n\n{text}\n"
+    start = markdown.index(text)
+    return ChunkContext(version_id="v", chunk_ord=0, title="Plan", header=document_header(markdown, "Plan"),
+                        asserted_at=datetime(2026, 3, 4, tzinfo=UTC), section_role="body",
+                        passages=tuple(context_passages(markdown, [(start, start + len(text))], 0)))
+
+
+KEPT = SelectionResult((Selected("P1", "keep"),))
+
+
+@pytest.mark.parametrize("claim_text, check", [
+    ("Ravi cancelled the cutover.", "unsupported_word"),          # a word the source never used
+    ("Ravi moved the cutover to June 9.", "unsupported_number"),  # an invented number
+])
+def test_the_gate_rejects_words_and_numbers_that_are_not_in_the_source(claim_text, check):
+    ctx = _context("Ravi moved the cutover to June 8.")
+    verdict = grounding.check(ctx, KEPT, DraftClaim(claim_text=claim_text, cited=("P1",)))
+    assert (verdict.passed, verdict.check) == (False, check)
+
+
+def test_the_gate_accepts_an_iso_date_only_when_the_time_fields_hold_it():
+    ctx = _context("Ravi merged the schema change yesterday.")
+    text = "Ravi merged the schema change on 2026-03-03."
+    day = datetime(2026, 3, 3, tzinfo=UTC)
+    ok = DraftClaim(text, ("P1",), valid_from=day, valid_until=day, precision="day", kind="event_time",
+                    resolved_dates=("2026-03-03",))
+    assert grounding.check(ctx, KEPT, ok).passed
+    unrecorded = DraftClaim(text, ("P1",), resolved_dates=("2026-03-03",))
+    assert grounding.check(ctx, KEPT, unrecorded).check == "unsupported_number"
+
+
+def test_the_gate_checks_the_cited_passages():
+    ctx = _context("Ravi moved the cutover to June 8.")
+    assert grounding.check(ctx, KEPT, DraftClaim("Ravi moved the cutover.", ("P7",))).check == "unknown_passage"
+    dropped = SelectionResult((Selected("P1", "drop", "opinion"),))
+    assert grounding.check(ctx, dropped, DraftClaim("Ravi moved the cutover.", ("P1",))).check == "origin_not_kept"
+
+
+def test_a_neighbour_cannot_be_the_origin():
+    markdown = "# Plan\n\nRavi moved the cutover to June 8.\n\nDana leads billing.\n"
+    first = markdown.index("Ravi")
+    second = markdown.index("Dana")
+    ctx = ChunkContext(version_id="v", chunk_ord=1, title="Plan", header="Plan", asserted_at=None,
+                       section_role="body",
+                       passages=tuple(context_passages(markdown, [(first, second - 2), (second, len(markdown) - 1)], 1)))
+    neighbour = next(p for p in ctx.passages if not p.in_target)
+    verdict = grounding.check(ctx, SelectionResult((Selected("P1", "keep"),)),
+                              DraftClaim("Ravi moved the cutover to June 8.", (neighbour.label,)))
+    assert verdict.check == "origin_outside_target"
+
+
+class _Recorded:
+    """A model backend that answers with fixed text, to drive the engine's side of extraction."""
+
+    name, version = "recorded", "recorded-1"
+
+    def __init__(self, claimify_text: str) -> None:
+        self._text = claimify_text
+
+    def select(self, chunks):
+        return [SelectionResult(tuple(Selected(p.label, "keep") for p in ctx.target)) for ctx in chunks], [
+            CallCost("recorded", "m", calls=1, tokens_in=100, tokens_out=20, device_seconds=0.5)]
+
+    def claimify(self, chunks, selections):
+        from pipeline.llm_io import parse_claimify
+
+        return [parse_claimify(ctx, sel, self._text) for ctx, sel in zip(chunks, selections)], []
+
+
+def test_malformed_model_output_is_recorded_as_omitted_and_never_fails_the_batch():
+    row = row_for("# Plan\n\nRavi moved the cutover to June 8.\n")
+    costs = claims.extract_batch([row], _Recorded('{"claims": [{"cited": ["P1"], "claim_text": "Ravi mo'))
+    assert row["claims"] == []
+    [entry] = [e for e in row["ledger"] if e["decision"] == "claimify_omitted"]
+    assert entry["reason"] and row["markdown"][entry["char_start"]:entry["char_end"]].startswith("Ravi moved")
+    assert [(c.calls, c.tokens_in, c.tokens_out) for c in costs] == [(1, 100, 20)]
+
+
+def test_unchanged_chunks_reuse_their_claims_without_reading_them_again():
+    first = extract("Ravi leads the billing migration.\n")
+    claim = first["claims"][0]
+    chunk = first["chunks"][0]
+    prior = [{"chunk_text_hash": chunk["text_hash"], "claim_id": claim["claim_id"], "extractor": "rules-1",
+              "rel_start": claim["char_start"] - chunk["char_start"], "rel_end": claim["char_end"] - chunk["char_start"],
+              "rel_evidence": [{"char_start": s["char_start"] - chunk["char_start"],
+                                "char_end": s["char_end"] - chunk["char_start"]} for s in claim["evidence_spans"]]}]
+    moved = row_for("Dana joined the payments team on Monday.\n\nRavi leads the billing migration.\n",
+                    target=40)
+    assert moved["chunks"][1]["text_hash"] == chunk["text_hash"]
+    moved["prior_claims"] = prior
+
+    class Refuses(RulesExtractor):
+        def select(self, chunks):
+            assert all("Ravi" not in p.text for ctx in chunks for p in ctx.target), "an unchanged chunk was read"
+            return super().select(chunks)
+
+    claims.extract_batch([moved], Refuses())
+    [again] = [c for c in moved["claims"] if c["reused"]]
+    assert again["claim_id"] == claim["claim_id"]
+    assert moved["markdown"][again["char_start"]:again["char_end"]] == "Ravi leads the billing migration."
+
+
+def test_claim_ids_are_stable_and_per_document():
+    one = extract("# Plan\n\nRavi leads the billing migration.\n")
+    two = extract("# Plan\n\nRavi leads the billing migration.\n")
+    assert one["claims"][0]["claim_id"] == two["claims"][0]["claim_id"]
+    other = row_for("# Plan\n\nRavi leads the billing migration.\n")
+    other["doc_id"] = "00000000-0000-0000-0000-000000000099"
+    claims.extract_batch([other], RulesExtractor())
+    assert other["claims"][0]["claim_id"] != one["claims"][0]["claim_id"]
+
+
+def test_claimify_rules_returns_only_kept_statements():
+    ctx = _context("Ravi moved the cutover to June 8.")
+    result = claimify_rules(ctx, SelectionResult((Selected("P1", "drop", "opinion"),)))
+    assert result == ClaimifyResult((), ())
+
+
+def test_passage_offsets_are_what_the_engine_cites():
+    ctx = _context("Ravi moved the cutover to June 8.")
+    p: Passage = ctx.passage("P1")
+    assert p.text == "Ravi moved the cutover to June 8."

@@ -1,0 +1,115 @@
+"""The `vllm` extraction pass end to end, with a stand-in engine in place of vLLM.
+
+The stand-in runs the real pre- and post-processing of `actors/vllm_extractor.py`; where vLLM
+would generate, it answers in the schema's format with what the `rules` backend decides. So the
+whole pass (contexts from the authority, prompts, parsing, the gate, claim vectors, the ledger,
+the cost ledger, stage statuses) runs here; only the model is not real.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+
+from actors import vllm_extractor as vx
+from actors.extractor import ExtractorConfig, RulesExtractor
+from jobs.extract_llm import LlmPass
+from jobs.import_corpus import ImportOptions, run_import
+from pipeline import llm_io
+from pipeline.sources import SourceOptions
+from tests.test_import import rows
+
+pytestmark = pytest.mark.integration
+
+_RULES = RulesExtractor()
+
+
+def _selection_answer(ctx) -> str:
+    [sel], _ = _RULES.select([ctx])
+    return json.dumps({"statements": [{"label": s.label, "outcome": s.outcome,
+                                       "reason": s.reason if s.outcome != "keep" else None}
+                                      for s in sel.statements],
+                       "introduced": [{"name": n, "label": l} for n, l in sel.introduced]})
+
+
+def _day(value) -> str | None:
+    return value.date().isoformat() if value else None
+
+
+def _claimify_answer(ctx, selection) -> str:
+    [result], _ = _RULES.claimify([ctx], [selection])
+    return json.dumps({
+        "drafts": [{"cited": list(d.cited), "claim_text": d.claim_text, "is_attributed": d.is_attributed,
+                    "valid_from": _day(d.valid_from), "valid_until": _day(d.valid_until),
+                    "precision": d.precision, "kind": d.kind, "resolved_dates": list(d.resolved_dates),
+                    "added_context": [{"text": a.text, "origin": a.origin, "label": a.label}
+                                      for a in d.added_context],
+                    "entailment_self_verdict": "supported"} for d in result.drafts],
+        "omitted": [{"label": o.label, "cause": o.cause} for o in result.omitted]})
+
+
+def _engine(batch, *, step: str, answer_broken: bool = False):
+    out = []
+    for row in batch.to_pylist():
+        if step == "selection":
+            request = vx.selection_preprocess(row, max_tokens=512, temperature=0)
+            text = _selection_answer(llm_io.ctx_from_json(row["ctx_json"]))
+            done = vx.selection_postprocess({**row, **request, "generated_text": text,
+                                             "num_input_tokens": 300, "num_generated_tokens": 40})
+        else:
+            request = vx.claimify_preprocess(row, max_tokens=512, temperature=0)
+            ctx, selection = llm_io.ctx_from_json(row["ctx_json"]), llm_io.selection_from_json(row["selection_json"])
+            text = '{"drafts": [{"cited": ["P1"], "claim' if answer_broken else _claimify_answer(ctx, selection)
+            done = vx.claimify_postprocess({**row, **request, "generated_text": text,
+                                            "num_input_tokens": 500, "num_generated_tokens": 90})
+        assert request["sampling_params"]["structured_outputs"]["json"]  # the schema rides on every request
+        out.append(done)
+    import pyarrow as pa
+
+    return pa.Table.from_pylist(out)
+
+
+def _pass(**kw) -> LlmPass:
+    return LlmPass(extractor="vllm-1:stand-in:test", model_label="stand-in",
+                   select=lambda ds: ds.map_batches(functools.partial(_engine, step="selection"),
+                                                    batch_format="pyarrow"),
+                   claimify=lambda ds: ds.map_batches(functools.partial(_engine, step="claimify", **kw),
+                                                      batch_format="pyarrow"))
+
+
+def _import(memory, path, llm):
+    options = ImportOptions(paths=(str(path),), source=SourceOptions.from_settings(memory, modified_at_from="path"),
+                            batch_size=4, progress=False, extractor=ExtractorConfig(backend="vllm"))
+    return run_import(options, memory, llm=llm)
+
+
+def test_the_llm_pass_lands_the_same_claims_the_rules_would(memory, ray_local, example_corpus):
+    report = _import(memory, example_corpus, _pass())
+
+    assert report.counts["failed"] == 0 and report.claims > 50
+    assert rows(memory, "SELECT claim_text FROM claims WHERE claim_text LIKE '%%agreed on 2026-03-03%%'") == [
+        ("Ravi said that Dana and Ravi agreed on 2026-03-03 to move the cutover to June 8.",)]
+    assert rows(memory, "SELECT DISTINCT extractor FROM claims") == [("vllm-1:stand-in:test",)]
+    assert rows(memory, "SELECT count(*) = count(embedding) FROM claims")[0][0]
+    assert rows(memory, "SELECT DISTINCT status FROM stage_work WHERE stage IN"
+                        " ('extract_claims', 'ground_claims', 'embed_claim')") == [("succeeded",)]
+    assert rows(memory, "SELECT count(*) FROM chunks WHERE extracted_by IS NULL")[0][0] == 0
+    # both calls of every chunk reach the cost ledger with their tokens
+    calls, tokens_in, tokens_out = rows(memory, "SELECT sum(calls), sum(tokens_in), sum(tokens_out) FROM cost_ledger")[0]
+    chunks = rows(memory, "SELECT count(*) FROM chunks")[0][0]
+    assert (calls, tokens_in, tokens_out) == (2 * chunks, 800 * chunks, 130 * chunks)
+
+
+def test_a_broken_answer_is_recorded_and_the_pass_still_finishes(memory, ray_local, tmp_path):
+    corpus = tmp_path / "one"
+    corpus.mkdir()
+    (corpus / "note.md").write_text("# Note\n\nRavi leads the billing migration.\n")
+
+    _import(memory, corpus, _pass(answer_broken=True))
+
+    assert rows(memory, "SELECT count(*) FROM claims")[0][0] == 0
+    [(decision, reason)] = rows(memory, "SELECT decision, reason FROM extraction_ledger")
+    assert decision == "claimify_omitted" and reason
+    assert rows(memory, "SELECT DISTINCT status FROM stage_work WHERE stage = 'extract_claims'") == [("succeeded",)]
