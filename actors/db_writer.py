@@ -69,7 +69,9 @@ class Write:
     bad version is recorded as failed and the others still land."""
 
     def __init__(self, dsn: str, object_store: str, run_id: str, extractor: str | None) -> None:
-        self._conn = psycopg.connect(dsn)
+        # autocommit: each `transaction()` block is then a real transaction, never a savepoint
+        # inside one that an earlier read opened
+        self._conn = psycopg.connect(dsn, autocommit=True)
         register_vector(self._conn)
         self._store = ObjectStore(object_store)
         self._run_id = run_id
@@ -82,13 +84,11 @@ class Write:
         try:
             self._land(finished, [r for r in rows if not records.is_active(r)])
         except Exception:
-            self._conn.rollback()
             _log.exception("a batch of %d versions failed to land; retrying one by one", len(rows))
             for row in rows:
                 try:
                     self._land([row] if records.is_active(row) else [], [] if records.is_active(row) else [row])
                 except Exception as err:
-                    self._conn.rollback()
                     records.fail(row, "write", f"{type(err).__name__}: {err}")
                     self._land([], [row])
         records.share_seconds(rows, "write", time.perf_counter() - started)

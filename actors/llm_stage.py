@@ -29,7 +29,7 @@ LANDED_SCHEMA = pa.schema([("version_id", pa.string()), ("chunk_ord", pa.int32()
 
 class LoadContexts:
     def __init__(self, dsn: str, object_store: str, extractor: str) -> None:
-        self._conn = psycopg.connect(dsn)
+        self._conn = psycopg.connect(dsn, autocommit=True)
         register_vector(self._conn)
         self._store = ObjectStore(object_store)
         self._extractor = extractor
@@ -67,7 +67,7 @@ class LoadContexts:
 class LandClaims:
     def __init__(self, dsn: str, extractor: str, model_label: str, embed_model_path: str,
                  embed_model_name: str, embed_device: str, embed_batch_size: int) -> None:
-        self._conn = psycopg.connect(dsn)
+        self._conn = psycopg.connect(dsn, autocommit=True)
         register_vector(self._conn)
         self._extractor = extractor
         self._model_label = model_label

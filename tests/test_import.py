@@ -55,9 +55,10 @@ def test_example_corpus_lands_whole_with_exact_offsets(memory, ray_local, exampl
     assert dated["2026-06-12-retro.pdf"] == "2026-06-12"
     assert dated["oncall-roster.md"] is None  # no date in the path: nothing is invented
     # every stage of every version succeeded
-    assert rows(memory, "SELECT DISTINCT stage, status FROM stage_work ORDER BY 1") == [
-        ("chunk", "succeeded"), ("convert", "succeeded"), ("embed_chunk", "succeeded"),
-        ("ingest", "succeeded"), ("structure", "succeeded")]
+    from sql.writes import WORK_STAGES
+
+    assert rows(memory, "SELECT DISTINCT stage, status FROM stage_work ORDER BY 1") == sorted(
+        (stage, "succeeded") for stage in WORK_STAGES)
     # chunk text is exactly the characters of document.md it claims to span
     objects = ObjectStore(memory.object_store_uri)
     for key, char_count, chunks in rows(
@@ -110,7 +111,8 @@ def test_changed_document_gets_a_version_and_reuses_vectors_of_unchanged_chunks(
 
     assert second.counts["new_versions"] == 1
     assert second.counts["vectors_reused"] >= first.counts["chunks"] - 2
-    assert 1 <= second.counts["vectors_computed"] <= 2
+    # chunk vectors computed: only for the changed chunks (claim vectors are counted too, apart)
+    assert 1 <= second.counts["chunks"] - second.counts["vectors_reused"] <= 2
     versions = rows(memory, "SELECT seq, status FROM versions ORDER BY seq")
     assert versions == [(1, "ready"), (2, "ready")]
     # the reused vectors are the very vectors of the earlier version's identical chunks

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 
 import pytest
+import ray.cloudpickle
 
 from actors import vllm_extractor as vx
 from actors.extractor import ExtractorConfig, RulesExtractor
@@ -24,6 +26,8 @@ from tests.test_import import rows
 pytestmark = pytest.mark.integration
 
 _RULES = RulesExtractor()
+# Ray workers cannot import this test module: ship the stand-in engine by value.
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 def _selection_answer(ctx) -> str:
