@@ -1,8 +1,8 @@
 """From chunks to claims for a batch of document versions: contexts, the two model steps, the gate.
 
 `extract_batch` runs Selection for every chunk of the batch at once, then Claimify (which sees the
-names earlier chunks of the same document introduced), then the grounding gate on every draft,
-and returns per-version claims and ledger rows. A chunk whose text an earlier version already
+names earlier chunks of the same document introduced), then the grounding gate on every draft;
+it fills each row's `claims` and `ledger` and returns what the model calls cost. A chunk whose text an earlier version already
 read with the same extractor takes that version's claims (same `claim_id`, spans moved to the new
 offsets) and is not shown to any model.
 """

@@ -31,6 +31,11 @@ _SENTENCES = (
     "{p} moved from the {j} to the {k} on {d}.",
     "Error rates for the {j} fell to {n} per thousand requests.",
     "{q} is the on-call engineer for the {j}.",
+    # what real notes also hold, and Selection drops: questions, advice, truisms, unknowns
+    "Should we move the {j} launch to {d}?",
+    "You should back up the {j} database before the cutover.",
+    "Migrations are risky.",
+    "We don't know the {j} date yet.",
 )
 
 
