@@ -20,7 +20,7 @@ demo: install
 	$(VENV)/bin/corpusmem demo
 
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=10
 
 bench: install
 	$(VENV)/bin/corpusmem bench import
