@@ -23,6 +23,10 @@ from pipeline.selection_rules import select_rules
 BACKENDS = ("rules", "vllm", "openai")
 
 
+class ExtractorUnavailable(RuntimeError):
+    """The chosen extractor cannot run as configured; the message says what is missing."""
+
+
 class ExtractorConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -57,9 +61,10 @@ def build_extractor(config: ExtractorConfig):
         from actors.openai_extractor import OpenAIExtractor, OpenAIExtractorConfig
 
         if not config.llm_model or not config.llm_base_url:
-            raise ValueError("the openai extractor needs CORPUSMEM_LLM_MODEL and CORPUSMEM_LLM_BASE_URL")
+            raise ExtractorUnavailable("the openai extractor needs CORPUSMEM_LLM_MODEL and CORPUSMEM_LLM_BASE_URL")
         return OpenAIExtractor(OpenAIExtractorConfig(base_url=config.llm_base_url, model=config.llm_model))
-    raise ValueError(f"extractor {config.backend!r} does not run as an actor; see actors/vllm_extractor.py")
+    raise ExtractorUnavailable(f"extractor {config.backend!r} does not run as an actor; "
+                               "see actors/vllm_extractor.py")
 
 
 class Extract:

@@ -93,10 +93,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except Exception as err:
         from actors.embedder import ModelNotFound
+        from actors.extractor import ExtractorUnavailable
         from sql.claims_queries import DocumentNotFound
         from sql.store import StoreError
 
-        if isinstance(err, (StoreError, ModelNotFound, DocumentNotFound)):
+        if isinstance(err, (StoreError, ModelNotFound, DocumentNotFound, ExtractorUnavailable)):
             print(f"corpusmem: {err}", file=sys.stderr)
             return 2
         raise

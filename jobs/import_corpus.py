@@ -22,7 +22,7 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from actors.db_writer import Ingest, Write
-from actors.extractor import Extract, ExtractorConfig, build_extractor
+from actors.extractor import Extract, ExtractorConfig, ExtractorUnavailable, build_extractor
 from actors.embedder import Embed, ModelNotFound, embedding_dim, load_model, resolve_model
 from jobs import runtime
 from pipeline import records, stages
@@ -164,6 +164,17 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
         raise store.StoreError("a multi-node Ray cluster needs a shared PostgreSQL: set CORPUSMEM_DSN "
                                "(the embedded server listens on a local socket only)")
     model = resolve_model(settings.embedding_model)
+    if llm is None and options.extractor.backend == "vllm":
+        from jobs import extract_llm
+
+        if not options.extractor.llm_model:
+            raise ModelNotFound("the vllm extractor needs CORPUSMEM_LLM_MODEL: a local model folder")
+        if resources.get("GPU", 0) < 1:
+            raise ExtractorUnavailable("the vllm extractor needs a GPU in the Ray cluster and found none; "
+                                       "use --extractor rules, or openai against a `vllm serve` endpoint")
+        llm = extract_llm.vllm_pass(options.extractor.llm_model)
+    # With an LLM pass, claims come from that pass after the main pipeline.
+    extractor_version = None if llm is not None else build_extractor(options.extractor).version
     dim = embedding_dim(load_model(model, "cpu"))
     authority = store.open_store(settings, embedding_model=model.name, embedding_dim=dim,
                                  build_revision=runtime.build_revision())
@@ -173,14 +184,6 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
     report = RunReport(run_id)
 
     items = _source_items(options)
-    if llm is None and options.extractor.backend == "vllm":
-        from jobs import extract_llm
-
-        if not options.extractor.llm_model:
-            raise ModelNotFound("the vllm extractor needs CORPUSMEM_LLM_MODEL: a local model folder")
-        llm = extract_llm.vllm_pass(options.extractor.llm_model)
-    # With an LLM pass, claims come from that pass after the main pipeline.
-    extractor_version = None if llm is not None else build_extractor(options.extractor).version
     use_gpu = resources.get("GPU", 0) >= 1
     threads = max(1, int(resources.get("CPU", 1)) // max(options.workers, 1))
     pool = ray.data.ActorPoolStrategy(size=options.workers)

@@ -117,3 +117,24 @@ def test_a_broken_answer_is_recorded_and_the_pass_still_finishes(memory, ray_loc
     [(decision, reason)] = rows(memory, "SELECT decision, reason FROM extraction_ledger")
     assert decision == "claimify_omitted" and reason
     assert rows(memory, "SELECT DISTINCT status FROM stage_work WHERE stage = 'extract_claims'") == [("succeeded",)]
+
+
+def test_the_vllm_extractor_refuses_clearly_before_anything_is_written(memory, ray_local, tmp_path):
+    from actors.embedder import ModelNotFound
+    from actors.extractor import ExtractorUnavailable
+
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nRavi leads billing.\n")
+    options = ImportOptions(paths=(str(corpus),), source=SourceOptions.from_settings(memory), progress=False,
+                            extractor=ExtractorConfig(backend="vllm"))
+    with pytest.raises(ModelNotFound, match="CORPUSMEM_LLM_MODEL"):
+        run_import(options, memory)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    with_model = ImportOptions(paths=options.paths, source=options.source, progress=False,
+                               extractor=ExtractorConfig(backend="vllm", llm_model=str(model)))
+    with pytest.raises(ExtractorUnavailable, match="GPU"):
+        run_import(with_model, memory)
+    assert rows(memory, "SELECT count(*) FROM import_runs")[0][0] == 0
