@@ -64,7 +64,31 @@ def _previous(ctx: ChunkContext, passage: Passage) -> Passage | None:
     return before[-1] if before else None
 
 
+def _cells(text: str) -> list[str]:
+    return [c.strip() for c in text.strip().strip("|").split("|")]
+
+
+def _table_row(ctx: ChunkContext, passage: Passage) -> str | None:
+    """A table row as "Header: cell, Header: cell." using the table's header row, which sits in
+    the passages just before it; None when the header is not in view or does not fit."""
+    rows = [p for p in ctx.passages if p.char_end <= passage.char_start]
+    header = None
+    while rows and rows[-1].text.lstrip().startswith("|"):
+        header = rows.pop()
+    if header is None:
+        return None
+    names, cells = _cells(header.text), _cells(passage.text)
+    if len(names) != len(cells) or not any(cells):
+        return None
+    return ", ".join(f"{_clean(n)}: {_clean(c)}" for n, c in zip(names, cells) if c) + "."
+
+
 def claimify_passage(ctx: ChunkContext, passage: Passage) -> tuple[list[DraftClaim], Omitted | None]:
+    if passage.text.lstrip().startswith("|"):
+        row = _table_row(ctx, passage)
+        if row is None:
+            return [], Omitted(passage.label, "a table row without its header row in view cannot stand alone")
+        return [_dated(ctx, passage, row, [], False)], None
     text = _clean(passage.text)
     added: list[AddedContext] = []
     attributed = False
@@ -92,23 +116,24 @@ def claimify_passage(ctx: ChunkContext, passage: Passage) -> tuple[list[DraftCla
             return [], Omitted(passage.label, f"unresolved reference: {text.split()[0]!r}")
         attributed = bool(_HOLDER_STANCE.match(text))
 
-    drafts = []
-    for part in (p.strip() for p in text.split(";")):
-        if not part:
-            continue
-        if not part.endswith((".", "!", "?")):
-            part += "."
-        reading = timeparse.read_time(part, passage.turn_time or ctx.asserted_at)
-        claim_text = timeparse.apply_replacements(part, reading.replacements)
-        iso = tuple(d for r in reading.replacements for d in r.iso_dates)
-        context = list(added) + [AddedContext(r.resolved, "date_resolution", passage.label)
-                                 for r in reading.replacements]
-        drafts.append(DraftClaim(
-            claim_text=claim_text[0].upper() + claim_text[1:], cited=(passage.label,),
-            is_attributed=attributed, valid_from=reading.valid_from, valid_until=reading.valid_until,
-            precision=reading.precision, kind=reading.kind, resolved_dates=iso,
-            added_context=tuple(context)))
+    drafts = [_dated(ctx, passage, part if part.endswith((".", "!", "?")) else part + ".", added, attributed)
+              for part in (p.strip() for p in text.split(";")) if part]
     return drafts, None
+
+
+def _dated(ctx: ChunkContext, passage: Passage, text: str, added: list[AddedContext],
+           attributed: bool) -> DraftClaim:
+    """The draft of one statement, its relative dates resolved and its world time read."""
+    reading = timeparse.read_time(text, passage.turn_time or ctx.asserted_at)
+    claim_text = timeparse.apply_replacements(text, reading.replacements)
+    context = list(added) + [AddedContext(r.resolved, "date_resolution", passage.label)
+                             for r in reading.replacements]
+    return DraftClaim(
+        claim_text=claim_text[0].upper() + claim_text[1:], cited=(passage.label,),
+        is_attributed=attributed, valid_from=reading.valid_from, valid_until=reading.valid_until,
+        precision=reading.precision, kind=reading.kind,
+        resolved_dates=tuple(d for r in reading.replacements for d in r.iso_dates),
+        added_context=tuple(context))
 
 
 def claimify_rules(ctx: ChunkContext, selection: SelectionResult) -> ClaimifyResult:

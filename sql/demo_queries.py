@@ -34,10 +34,16 @@ def nearest_chunks(conn: psycopg.Connection, vector: np.ndarray, k: int) -> list
         " ORDER BY distance LIMIT %s", (Vector(vector), k)).fetchall()
 
 
-def sample_claims(conn: psycopg.Connection, limit: int = 5) -> list[tuple[Any, ...]]:
-    """Claims whose wording differs from their source (attributed or dated), oldest said first."""
+def sample_claims(conn: psycopg.Connection, limit: int = 6) -> list[tuple[Any, ...]]:
+    """One claim per document, preferring one whose wording Claimify changed (attributed, a date
+    resolved) and then one with a stated time; oldest said first."""
     return conn.execute(
-        "SELECT d.title, c.char_start, c.char_end, c.claim_text, c.source_span, c.asserted_at,"
-        " c.claim_valid_from, c.claim_valid_until, c.claim_valid_precision FROM claims c"
-        " JOIN documents d USING (doc_id) WHERE c.claim_text <> c.source_span AND c.asserted_at IS NOT NULL"
-        " AND c.is_current_testimony ORDER BY c.asserted_at, c.char_start LIMIT %s", (limit,)).fetchall()
+        "SELECT title, char_start, char_end, claim_text, source_span, asserted_at, claim_valid_from,"
+        " claim_valid_until, claim_valid_precision FROM (SELECT DISTINCT ON (c.doc_id) d.title, c.char_start,"
+        " c.char_end, c.claim_text, c.source_span, c.asserted_at, c.claim_valid_from, c.claim_valid_until,"
+        " c.claim_valid_precision FROM claims c JOIN documents d USING (doc_id)"
+        " WHERE c.asserted_at IS NOT NULL AND c.is_current_testimony"
+        " AND (c.added_context <> '[]'::jsonb OR c.claim_valid_from IS NOT NULL)"
+        " ORDER BY c.doc_id, c.added_context = '[]'::jsonb, c.claim_valid_from IS NULL,"
+        " length(c.claim_text) DESC, c.char_start) chosen"
+        " ORDER BY asserted_at, char_start LIMIT %s", (limit,)).fetchall()

@@ -239,3 +239,10 @@ def test_passage_offsets_are_what_the_engine_cites():
     ctx = _context("Ravi moved the cutover to June 8.")
     p: Passage = ctx.passage("P1")
     assert p.text == "Ravi moved the cutover to June 8."
+
+
+def test_a_table_row_takes_its_header_and_stays_grounded():
+    markdown = ("# Plan\n\n| Step | Owner | Status |\n|---|---|---|\n| Schema change | Ravi | Done on 3 March |\n")
+    row = extract(markdown, asserted_at=datetime(2026, 5, 2, tzinfo=UTC))
+    assert texts(row) == ["Step: Schema change, Owner: Ravi, Status: Done on 3 March."]
+    assert row["claims"][0]["valid_from"] == datetime(2026, 3, 3, tzinfo=UTC)
