@@ -135,9 +135,10 @@ def write_claims(cur: psycopg.Cursor, rows: list[dict[str, Any]], extractor: str
 
 def write_finished(conn: psycopg.Connection, rows: list[dict[str, Any]], md_keys: dict[str, str],
                    extractor: str | None) -> None:
-    """`extractor` None: claim extraction runs after this write, in its own pass (`vllm`), so
-    the extraction stages are left pending."""
-    """Write versions that went through every stage (outcome process/resume, no error)."""
+    """Write versions that went through every stage (outcome process/resume, no error).
+
+    `extractor` None: claim extraction runs after this write, in its own pass (`vllm`), so the
+    extraction stages are left pending."""
     with conn.cursor() as cur:
         for row in rows:
             cur.execute(
