@@ -93,12 +93,17 @@ def _line_starts(markdown: str) -> list[int]:
     return starts
 
 
-def _front_matter_lines(markdown: str) -> int:
-    """Number of lines of a leading YAML front matter, closing fence included; 0 if none."""
+def front_matter_close(markdown: str) -> re.Match[str] | None:
+    """The closing fence of a leading YAML front matter, or None when the document has none."""
     opening = _FRONT_MATTER_OPEN.match(markdown)
     if opening is None:
-        return 0
-    closing = _FRONT_MATTER_CLOSE.search(markdown, opening.end())
+        return None
+    return _FRONT_MATTER_CLOSE.search(markdown, opening.end())
+
+
+def _front_matter_lines(markdown: str) -> int:
+    """Number of lines of a leading YAML front matter, closing fence included; 0 if none."""
+    closing = front_matter_close(markdown)
     if closing is None:
         return 0
     return len(_LINE_END.findall(markdown, 0, closing.start())) + 1

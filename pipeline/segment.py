@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from pipeline.blocks import front_matter_close
 from pipeline.extraction import Passage
 
 # Tokens that end in a dot without ending a sentence (compared lower-cased, dot included).
@@ -74,8 +75,6 @@ _SETEXT_UNDERLINE = re.compile(r"(?:=+|-+)[ \t]*$")
 _RULE = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:_[ \t]*){3,}|(?:-[ \t]*){3,})$")
 _TABLE_SEPARATOR = re.compile(r"\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 _LIST_MARKER = re.compile(r"(?:[-*+]|\d{1,9}[.)])[ \t]+(?:\[[ xX]\][ \t]+)?(?=\S)")
-_FRONT_MATTER_OPEN = re.compile(r"---[ \t]*(?:\r\n?|\n)(?=[ \t]*[A-Za-z_][\w-]*[ \t]*:)")
-_FRONT_MATTER_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _LEADING_NOISE = re.compile(r"(?:\s+|<!--.*?-->)*", re.DOTALL)  # before a document's first text
 
@@ -379,10 +378,7 @@ def _lines(markdown: str, start: int, end: int) -> list[tuple[int, int]]:
 
 
 def _front_matter_end(markdown: str) -> int:
-    opening = _FRONT_MATTER_OPEN.match(markdown)
-    if opening is None:
-        return 0
-    closing = _FRONT_MATTER_CLOSE.search(markdown, opening.end())
+    closing = front_matter_close(markdown)
     return 0 if closing is None else closing.end()
 
 
