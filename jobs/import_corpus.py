@@ -22,7 +22,7 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from actors.db_writer import Ingest, Write
-from actors.extractor import Extract, ExtractorConfig, ExtractorUnavailable, build_extractor
+from actors.extractor import BACKENDS, Extract, ExtractorConfig, ExtractorUnavailable, build_extractor
 from actors.embedder import Embed, ModelNotFound, embedding_dim, load_model, resolve_model
 from jobs import runtime
 from pipeline import records, stages
@@ -272,7 +272,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "path, or a <file>.meta.json sidecar (default: mtime)")
     parser.add_argument("--batch-size", type=int, default=16, metavar="N", help="documents per batch")
     parser.add_argument("--workers", type=int, default=1, metavar="N", help="embedder actors")
-    parser.add_argument("--extractor", choices=("rules", "vllm", "openai"), default=None,
+    parser.add_argument("--extractor", choices=BACKENDS, default=None,
                         help="claim extractor (default: CORPUSMEM_EXTRACTOR, else rules)")
     parser.add_argument("--verbose", action="store_true", help="Ray's own logs and per-operator progress")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -98,7 +98,6 @@ RESUME = "resume"          # the latest version, but an earlier run did not fini
 UNCHANGED = "unchanged"    # the latest version, finished: nothing to do
 PARKED = "parked"          # stored, but no converter route for its type
 FAILED = "failed"          # refused or failed; `error_stage` and `error` say where and why
-OUTCOMES = (PROCESS, RESUME, UNCHANGED, PARKED, FAILED)
 
 STAGES = ("read", "ingest", "convert", "structure", "chunk", "extract", "embed", "write")
 
