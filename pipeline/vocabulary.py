@@ -1,0 +1,62 @@
+"""The governed predicate vocabulary: the 16 core predicates, the `work` pack, the `other:` escape.
+
+A relation's predicate comes from here or the relation is not made (the claim still holds the
+statement). `cardinality` says which relations a newer one replaces instead of joining: a thing
+has one leader and one owner at a time (`one_per_object`), a person one manager
+(`one_per_subject`); everything else can hold many times over (`many`).
+"""
+
+from __future__ import annotations
+
+import re
+
+CORE = ("related_to", "works_for", "member_of", "affiliated_with", "founded", "located_in", "part_of",
+        "authored", "created", "about", "knows_about", "knows", "participated_in", "works_on", "uses",
+        "reports_to")
+WORK_PACK = ("blocks", "depends_on", "concerns", "decided_by", "assigned_to", "pursues")
+PACKS = {"work": WORK_PACK}
+
+# The seed's escape rule: `other:`, a lower-case letter, then 1 to 40 lower-case letters, digits
+# or underscores.
+OTHER = re.compile(r"^other:[a-z][a-z0-9_]{1,40}$")
+
+ONE_PER_OBJECT = frozenset({"other:leads", "other:owns", "assigned_to", "decided_by"})
+ONE_PER_SUBJECT = frozenset({"reports_to"})
+
+# How a label reads each predicate ("Ravi works on billing migration").
+_PHRASES = {
+    "related_to": "is related to", "works_for": "works for", "member_of": "is a member of",
+    "affiliated_with": "is affiliated with", "founded": "founded", "located_in": "is located in",
+    "part_of": "is part of", "authored": "authored", "created": "created", "about": "is about",
+    "knows_about": "knows about", "knows": "knows", "participated_in": "participated in",
+    "works_on": "works on", "uses": "uses", "reports_to": "reports to", "blocks": "blocks",
+    "depends_on": "depends on", "concerns": "concerns", "decided_by": "was decided by",
+    "assigned_to": "is assigned to", "pursues": "pursues",
+}
+
+
+def governed(predicate: str, packs: tuple[str, ...] = ("work",)) -> bool:
+    """True for a core predicate, one of an installed pack's, or a well-formed `other:` escape."""
+    if predicate in CORE or OTHER.match(predicate):
+        return True
+    return any(predicate in PACKS.get(pack, ()) for pack in packs)
+
+
+def cardinality(predicate: str) -> str:
+    if predicate in ONE_PER_OBJECT:
+        return "one_per_object"
+    if predicate in ONE_PER_SUBJECT:
+        return "one_per_subject"
+    return "many"
+
+
+def phrase(predicate: str) -> str:
+    """The words a label uses for `predicate`; an escape reads as its own words."""
+    if predicate.startswith("other:"):
+        return predicate[len("other:"):].replace("_", " ")
+    return _PHRASES[predicate]
+
+
+def relation_label(subject: str, predicate: str, obj: str) -> str:
+    """A relation's label, built without a model; it holds only the statement, never dates."""
+    return f"{subject} {phrase(predicate)} {obj}"
