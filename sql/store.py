@@ -29,6 +29,8 @@ _MIGRATION_LOCK = 0x636F7270  # "corp"
 VECTOR_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("chunks", "embedding", "chunks_embedding_hnsw"),
     ("claims", "embedding", "claims_embedding_hnsw"),
+    ("facts", "embedding", "facts_embedding_hnsw"),
+    ("entities", "profile_embedding", "entities_profile_hnsw"),
 )
 
 
