@@ -100,7 +100,7 @@ SLIDES = [
     (
         "Status",
         [
-            "Ravi leads billing.",
+            "Ravi leads the billing migration.",
             "The schema draft is in review.",
             "Priya finished the first data validation script.",
             "Launch is still planned for June.",
@@ -313,7 +313,7 @@ def build_retro() -> bytes:
 
 WEEKLY = {
     "2026-05-08-weekly.md": """\
-# Billing weekly, 8 May 2026
+# Billing migration weekly, 8 May 2026
 
 Present: Dana, Ravi, Priya, Marco
 
@@ -334,7 +334,7 @@ monthly invoice run in 50 minutes.
 - Dana tells the support team about the read-only invoice system.
 """,
     "2026-05-15-weekly.md": """\
-# Billing weekly, 15 May 2026
+# Billing migration weekly, 15 May 2026
 
 Present: Dana, Ravi, Priya
 
@@ -353,17 +353,17 @@ billing team access to the tax service on 14 May.
 - Dana asks Marco which cutover date finance has in its calendar.
 """,
     "2026-05-22-weekly.txt": """\
-Billing weekly, 22 May 2026
+Billing migration weekly, 22 May 2026
 Present: Dana, Ravi, Priya, Marco
 
 Team changes
-Ravi is moving to the search team on 1 June.
-Dana will lead the billing migration from 1 June.
-Priya will take over the schema change from Ravi.
+- Ravi is moving to the search team on 1 June.
+- Dana will lead the billing migration from 1 June.
+- Priya will take over the schema change from Ravi.
 
 Updates
-The first invoice template is ready for review. Marco reviewed the template
-and asked for the tax breakdown on every line.
+- The first invoice template is ready for review.
+- Marco reviewed the template and asked for the tax breakdown on every line.
 
 Actions
 - Ravi finishes the handover notes for the schema change by 29 May.

@@ -24,7 +24,7 @@ from tqdm import tqdm
 from actors.db_writer import Ingest, Write
 from actors.extractor import BACKENDS, Extract, ExtractorConfig, ExtractorUnavailable, build_extractor
 from actors.embedder import Embed, ModelNotFound, embedding_dim, load_model, resolve_model
-from jobs import runtime
+from jobs import facts, runtime
 from pipeline import records, stages
 from pipeline.convert import ROUTES
 from pipeline.settings import Settings
@@ -75,6 +75,7 @@ class RunReport:
     wall_seconds: float = 0.0
     pipeline_seconds: float = 0.0   # from the first source item to the last report row
     status: str = "running"
+    facts: "facts.FactsReport | None" = None
 
     def add(self, row: dict[str, Any]) -> None:
         self.seen += 1
@@ -105,6 +106,7 @@ class RunReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "status": self.status, "counts": self.counts,
+                "facts": self.facts.as_dict() if self.facts else None,
                 "failures": self.failures, "parked": self.parked,
                 "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
                 "wall_seconds": round(self.wall_seconds, 3),
@@ -133,6 +135,8 @@ class RunReport:
             "  busy seconds per stage (summed over workers):",
             "    " + "  ".join(f"{s} {self.stage_seconds.get(s, 0.0):.2f}" for s in records.STAGES),
         ]
+        if self.facts is not None:
+            lines.append(self.facts.render())
         return "\n".join(lines)
 
 
@@ -181,6 +185,7 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
     with store.connect(authority.dsn) as conn:
         store.drop_vector_indexes_if_empty(conn)
         run_id = runs.start_run(conn, list(options.paths), _options_record(options))
+        run_started_at = conn.execute("SELECT started_at FROM import_runs WHERE run_id = %s", (run_id,)).fetchone()[0]
     report = RunReport(run_id)
 
     items = _source_items(options)
@@ -235,6 +240,11 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
                                      embed_batch_size=settings.embed_batch_size, batch_size=b)
             report.claims += landed["claims"]
             report.ledger_rows += landed["ledger_rows"]
+        bar.close()
+        report.facts = facts.run_facts(
+            authority.dsn, run_id=run_id, since=run_started_at, workers=options.workers, model=model,
+            device="cuda" if use_gpu else settings.embedding_device, embed_batch_size=settings.embed_batch_size,
+            threads=threads)
         report.status = "succeeded"
     finally:
         bar.close()

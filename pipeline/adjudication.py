@@ -59,6 +59,7 @@ class Incoming:
     negated: bool = False
     change: bool = False
     ends_id: str | None = None      # an entity id, "*" for any, None
+    epoch: int = 0                  # times the claim came back after a removal
 
 
 @dataclass
@@ -120,9 +121,9 @@ def _jaccard(a: str, b: str) -> float:
     return len(x & y) / len(x | y) if x or y else 0.0
 
 
-def fact_id_for(assertion_id: str) -> str:
+def fact_id_for(assertion_id: str, epoch: int = 0) -> str:
     """A fact is named by the assertion that created it, so a re-run creates the same IDs."""
-    return str(uuid.uuid5(NAMESPACE, f"fact\x00{assertion_id}"))
+    return str(uuid.uuid5(NAMESPACE, f"fact\x00{assertion_id}" + (f"\x00{epoch}" if epoch else "")))
 
 
 def group_id_for(first: str, second: str) -> str:
@@ -257,7 +258,7 @@ class EntityFacts:
             label = vocabulary.relation_label(a.subject_name, a.predicate, a.object_name)
         else:
             label = a.statement
-        fact = Fact(fact_id=fact_id_for(a.assertion_id), kind=kind, anchor_id=self.anchor_id,
+        fact = Fact(fact_id=fact_id_for(a.assertion_id, a.epoch), kind=kind, anchor_id=self.anchor_id,
                     subject_id=a.subject_id, label=label, window=a.window,
                     predicate=a.predicate if kind == "relation" else None,
                     object_id=a.object_id if kind == "relation" else None,

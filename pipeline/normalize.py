@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from pipeline import names, timeparse, vocabulary
+from pipeline import names, timeparse, windows
 
 VERSION = "rules-normalize-1"
 
@@ -162,6 +162,9 @@ initiative program programme effort workstream upgrade launch guild council pane
 _LEADING_ADJUNCT = re.compile(
     r"^(?:before|after|since|on|in|during|from|until|as\s+of|last|next|this|at|by|earlier|later|today|"
     r"yesterday|following|despite|because\s+of|according\s+to)\b[^,]{0,60},\s*", re.IGNORECASE)
+# "owns the schema change from 1 June": a state that begins on a date.
+_STARTS = re.compile(r"\b(?:from|starting(?:\s+on|\s+in)?|as\s+of|effective|beginning)\s+(?!now\b)(?P<d>[^,;]+)$",
+                     re.IGNORECASE)
 _NOW = re.compile(r"\b(?:now|from\s+now\s+on|as\s+of\s+today|henceforth)\b", re.IGNORECASE)
 _SPLIT_AND = re.compile(r"\s*,\s*(?:and\s+)?|\s+and\s+|\s*&\s*")
 _COMMON_HEADS = frozenset("""launch cutover deadline release rollout migration plan project budget schedule
@@ -266,6 +269,9 @@ def normalize_claim(claim: dict, topic: str | None = None) -> list[Assertion]:
     (`valid_from`, `valid_until`, `precision`, `kind`) as the claim stores them."""
     text = re.sub(r"\s+", " ", claim["claim_text"]).strip().rstrip(".")
     text = _LEADING_ADJUNCT.sub("", text)
+    label = re.match(r"^([^:]{1,40}):\s+(?=\S)", text)
+    if label and is_date_phrase(label.group(1)):
+        text = text[label.end():]
     text = text[:1].upper() + text[1:]
     if not text:
         return []
@@ -331,7 +337,9 @@ def _move(text: str, claim: dict, topic: str | None) -> list[Assertion] | None:
     if not subjects:
         return [] if (names.is_pronoun(m.group("s")) or _is_bare(m.group("s"), True)) else None
     obj = _entity_or_none(target)
-    if obj is None:
+    person = all(s[:1].isupper() and not re.match(r"^(?:The|A|An)\b", s) for s in subjects)
+    teamish = obj is not None and (obj.split(" ")[-1].lower() in _TEAMISH or obj[:1].isupper())
+    if obj is None or not person or not teamish:
         return [Assertion(ord=0, kind="observation", subject=s, statement=claim["claim_text"].strip())
                 for s in subjects]
     previous = _entity_or_none(_object_phrase(m.group("x"))) if m.group("x") else None
@@ -377,7 +385,7 @@ def _relations(text: str, claim: dict, topic: str | None) -> list[Assertion] | N
 def _clauses(rest: str, subjects: list[str], claim: dict, negate_all: bool) -> list[Assertion] | None:
     out: list[Assertion] = []
     text = claim["claim_text"].strip()
-    change = bool(_NOW.search(rest))
+    change = bool(_NOW.search(rest)) or bool(_STARTS.search(rest))
     # Each clause: "[aux] [not] verb object", split where "and" starts another verb clause.
     for clause in _CLAUSE_SPLIT.split(rest):
         cm = _VERB_RE.match(clause.strip())
@@ -394,7 +402,7 @@ def _clauses(rest: str, subjects: list[str], claim: dict, negate_all: bool) -> l
             if target.split(" ")[-1].lower() not in _TEAMISH:
                 out += observe
                 continue
-        objects = _split_names(target)
+        objects = None if is_date_phrase(target or "x") else _split_names(target)
         if not objects:
             out += observe
             continue
@@ -417,7 +425,7 @@ def _dedupe(found: list[Assertion]) -> list[Assertion]:
     return out
 
 
-def expand_first_names(assertions: list[Assertion], document_names: set[str]) -> dict[str, str]:
+def expand_first_names(document_names: set[str]) -> dict[str, str]:
     """Within one document, a lone first name that starts exactly one full name used in the same
     document means that person: {first-name key: full name}."""
     full = [n for n in document_names if len(n.split()) >= 2 and n[:1].isupper()]
@@ -430,5 +438,40 @@ def expand_first_names(assertions: list[Assertion], document_names: set[str]) ->
     return out
 
 
-def relation_label(a: Assertion, subject_name: str, object_name: str) -> str:
-    return vocabulary.relation_label(subject_name, a.predicate or "related_to", object_name)
+def normalize_version(claims: list[dict], assertion_id) -> tuple[list[dict], list[dict]]:
+    """Assertion rows and mention rows for the claims of one version (one document's claims, so
+    that a lone first name can borrow the full name the same document used).
+
+    `assertion_id(claim_id, ord)` names each assertion."""
+    if not claims:
+        return [], []
+    topic = names.topic_from_title(claims[0].get("title"))
+    found = [(c, normalize_claim(c, topic)) for c in claims]
+    used = {n for _, assertions in found for a in assertions for n in (a.subject, a.object, a.ends) if n and n != "*"}
+    expand = expand_first_names(used)
+
+    def mention_key(name: str) -> str:
+        k = names.key(name)
+        return names.key(expand[k]) if k in expand else k
+
+    rows, mentions = [], {}
+    for claim, assertions in found:
+        for a in assertions:
+            window = windows.for_assertion(claim.get("valid_from"), claim.get("valid_until"),
+                                           claim.get("precision") or "unknown", claim.get("kind"),
+                                           claim.get("asserted_at"), applies=a.window_applies, change=a.change)
+            for name in (a.subject, a.object, a.ends):
+                if name and name != "*":
+                    mentions.setdefault((mention_key(name), name), {
+                        "doc_id": claim["doc_id"], "mention_key": mention_key(name), "surface": name,
+                        "claim_id": claim["claim_id"], "asserted_at": claim.get("asserted_at")})
+            rows.append({
+                "assertion_id": assertion_id(claim["claim_id"], a.ord), "claim_id": claim["claim_id"],
+                "doc_id": claim["doc_id"], "ord": a.ord, "kind": a.kind, "subject_key": mention_key(a.subject),
+                "predicate": a.predicate, "object_key": mention_key(a.object) if a.object else None,
+                "attribute": a.attribute, "value": a.value, "statement": a.statement, "negated": a.negated,
+                "change": a.change, "ends_key": ("*" if a.ends == "*" else mention_key(a.ends)) if a.ends else None,
+                "valid_from": window.valid_from, "valid_until": window.valid_until,
+                "valid_precision": window.precision, "window_source": window.source,
+                "asserted_at": claim.get("asserted_at"), "normalizer": VERSION})
+    return rows, list(mentions.values())

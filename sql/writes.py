@@ -32,6 +32,9 @@ WORK_STAGES = ("ingest", "convert", "structure", "chunk", "extract_claims", "gro
                "embed_claim")
 
 _EXTRACTION_STAGES = ("extract_claims", "ground_claims", "embed_claim")
+# Run by the facts phase once the document pipeline has landed a run's versions.
+FACT_STAGES = ("normalize_relations", "adjudicate_observations", "adjudicate_supersession", "reconcile",
+               "label_relation")
 
 _SECTION_COLUMNS = ("section_id", "version_id", "ord", "heading", "level", "role", "char_start", "char_end")
 _SECTION_TYPES = ("uuid", "uuid", "int4", "text", "int4", "text", "int4", "int4")
@@ -50,12 +53,12 @@ _LEDGER_COLUMNS = ("version_id", "chunk_id", "decision", "reason", "detail", "ch
 _LEDGER_TYPES = ("uuid", "uuid", "text", "text", "text", "int4", "int4", "text")
 
 
-def _uuid(value: str) -> uuid.UUID:
+def as_uuid(value: str) -> uuid.UUID:
     """Binary COPY takes `uuid.UUID` objects, not their text."""
     return uuid.UUID(value)
 
 
-def _copy(cur: psycopg.Cursor, table: str, columns: tuple[str, ...], types: tuple[str, ...],
+def copy_rows(cur: psycopg.Cursor, table: str, columns: tuple[str, ...], types: tuple[str, ...],
           rows: Iterable[tuple[Any, ...]]) -> None:
     stmt = psycopg.sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT BINARY)").format(
         psycopg.sql.Identifier(table), psycopg.sql.SQL(", ").join(map(psycopg.sql.Identifier, columns)))
@@ -84,14 +87,14 @@ def _vector(data: bytes) -> Vector:
     return Vector(np.frombuffer(data, dtype=np.float32))
 
 
-def _copy_deduplicated(cur: psycopg.Cursor, table: str, columns: tuple[str, ...], types: tuple[str, ...],
+def copy_deduplicated(cur: psycopg.Cursor, table: str, columns: tuple[str, ...], types: tuple[str, ...],
                        rows: Iterable[tuple[Any, ...]]) -> None:
     """COPY through a temporary table, then keep only rows whose key is new: claims are keyed by
     content, so the same claim may already be there from an earlier version."""
     staging = f"{table}_in"
     cur.execute(psycopg.sql.SQL("CREATE TEMP TABLE IF NOT EXISTS {} (LIKE {} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS").format(
         psycopg.sql.Identifier(staging), psycopg.sql.Identifier(table)))
-    _copy(cur, staging, columns, types, rows)
+    copy_rows(cur, staging, columns, types, rows)
     cols = psycopg.sql.SQL(", ").join(map(psycopg.sql.Identifier, columns))
     cur.execute(psycopg.sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} ON CONFLICT DO NOTHING").format(
         psycopg.sql.Identifier(table), cols, cols, psycopg.sql.Identifier(staging)))
@@ -101,21 +104,21 @@ def write_claims(cur: psycopg.Cursor, rows: list[dict[str, Any]], extractor: str
     """Claims (new ones; reused ones only as occurrences), ledger and cost rows of `rows`, each with
     `version_id`, `doc_id`, `source_modified_at`, `claims`, `ledger` and `costs`."""
     def chunk_id(r: dict[str, Any], c: dict[str, Any]) -> uuid.UUID:
-        return _uuid(child_id(r["version_id"], "chunk", c["chunk_ord"]))
+        return as_uuid(child_id(r["version_id"], "chunk", c["chunk_ord"]))
 
-    _copy_deduplicated(cur, "claims", _CLAIM_COLUMNS, _CLAIM_TYPES, (
-        (_uuid(c["claim_id"]), _uuid(r["doc_id"]), _uuid(r["version_id"]), chunk_id(r, c), c["claim_text"],
+    copy_deduplicated(cur, "claims", _CLAIM_COLUMNS, _CLAIM_TYPES, (
+        (as_uuid(c["claim_id"]), as_uuid(r["doc_id"]), as_uuid(r["version_id"]), chunk_id(r, c), c["claim_text"],
          c["source_span"], c["char_start"], c["char_end"], Jsonb(c["evidence_spans"]), c["is_attributed"],
          r["source_modified_at"], c["valid_from"], c["valid_until"], c["precision"], c["kind"],
          Jsonb(json.loads(c["added_context"] or "[]")), c["entailment_self_verdict"], c["extractor"],
          _vector(c["embedding"]))
         for r in rows for c in r["claims"] if not c["reused"]))
-    _copy_deduplicated(cur, "claim_occurrences", _OCCURRENCE_COLUMNS, _OCCURRENCE_TYPES, (
-        (_uuid(c["claim_id"]), _uuid(r["version_id"]), chunk_id(r, c), c["char_start"], c["char_end"],
+    copy_deduplicated(cur, "claim_occurrences", _OCCURRENCE_COLUMNS, _OCCURRENCE_TYPES, (
+        (as_uuid(c["claim_id"]), as_uuid(r["version_id"]), chunk_id(r, c), c["char_start"], c["char_end"],
          Jsonb(c["evidence_spans"]))
         for r in rows for c in r["claims"]))
-    _copy(cur, "extraction_ledger", _LEDGER_COLUMNS, _LEDGER_TYPES, (
-        (_uuid(r["version_id"]), chunk_id(r, e), e["decision"], e["reason"], e["detail"], e["char_start"],
+    copy_rows(cur, "extraction_ledger", _LEDGER_COLUMNS, _LEDGER_TYPES, (
+        (as_uuid(r["version_id"]), chunk_id(r, e), e["decision"], e["reason"], e["detail"], e["char_start"],
          e["char_end"], extractor)
         for r in rows for e in r["ledger"] or []))
     cur.executemany(
@@ -123,14 +126,27 @@ def write_claims(cur: psycopg.Cursor, rows: list[dict[str, Any]], extractor: str
         " device_seconds) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
         [(r["version_id"], c["stage"], c["backend"], c["model"], c["calls"], c["tokens_in"], c["tokens_out"],
           c["device_seconds"]) for r in rows for c in r["costs"] or []])
+    versions = [as_uuid(r["version_id"]) for r in rows]
     # A passage read again by another extractor version: the other version's claims from the
     # same text of the same document stop being current testimony (`reextracted`).
     cur.execute(
-        "UPDATE claims c SET is_current_testimony = false, currency_reason = 'reextracted'"
+        "WITH gone AS (UPDATE claims c SET is_current_testimony = false, currency_reason = 'reextracted'"
         " FROM chunks old, chunks new WHERE c.chunk_id = old.chunk_id AND c.doc_id = new.doc_id"
         " AND old.text_hash = new.text_hash AND new.version_id = ANY(%s) AND c.extractor <> %s"
-        " AND c.is_current_testimony",
-        ([_uuid(r["version_id"]) for r in rows], extractor))
+        " AND c.is_current_testimony RETURNING c.claim_id, new.version_id)"
+        " INSERT INTO testimony_currency_events (claim_id, is_current, reason, version_id)"
+        " SELECT DISTINCT claim_id, false, 'reextracted', version_id FROM gone", (versions, extractor))
+    # A claim a source had stopped saying (living removal, deleted document) that a new version
+    # says again is current testimony again, and its assertions are adjudicated anew.
+    cur.execute(
+        "WITH back AS (UPDATE claims c SET is_current_testimony = true, currency_reason = NULL"
+        " FROM claim_occurrences o WHERE o.claim_id = c.claim_id AND o.version_id = ANY(%s)"
+        " AND NOT c.is_current_testimony AND c.currency_reason IN ('version_superseded', 'version_deleted')"
+        " RETURNING c.claim_id, o.version_id),"
+        " ev AS (INSERT INTO testimony_currency_events (claim_id, is_current, reason, version_id)"
+        "        SELECT claim_id, true, 'said_again', version_id FROM back)"
+        " UPDATE assertions a SET status = 'pending', epoch = a.epoch + 1 FROM back"
+        " WHERE a.claim_id = back.claim_id", (versions,))
 
 
 def write_finished(conn: psycopg.Connection, rows: list[dict[str, Any]], md_keys: dict[str, str],
@@ -147,13 +163,13 @@ def write_finished(conn: psycopg.Connection, rows: list[dict[str, Any]], md_keys
                 " ON CONFLICT (version_id) DO NOTHING",
                 (row["version_id"], row["converter"], row["converter_version"], row["derivation"],
                  md_keys[row["version_id"]], len(row["markdown"])))
-        _copy(cur, "sections", _SECTION_COLUMNS, _SECTION_TYPES, (
-            (_uuid(child_id(r["version_id"], "section", s["ord"])), _uuid(r["version_id"]), s["ord"], s["heading"],
+        copy_rows(cur, "sections", _SECTION_COLUMNS, _SECTION_TYPES, (
+            (as_uuid(child_id(r["version_id"], "section", s["ord"])), as_uuid(r["version_id"]), s["ord"], s["heading"],
              s["level"], s["role"], s["char_start"], s["char_end"])
             for r in rows for s in r["sections"]))
-        _copy(cur, "chunks", _CHUNK_COLUMNS, _CHUNK_TYPES, (
-            (_uuid(child_id(r["version_id"], "chunk", c["ord"])), _uuid(r["version_id"]), _uuid(r["doc_id"]),
-             _uuid(child_id(r["version_id"], "section", c["section_ord"])), c["ord"], c["char_start"],
+        copy_rows(cur, "chunks", _CHUNK_COLUMNS, _CHUNK_TYPES, (
+            (as_uuid(child_id(r["version_id"], "chunk", c["ord"])), as_uuid(r["version_id"]), as_uuid(r["doc_id"]),
+             as_uuid(child_id(r["version_id"], "section", c["section_ord"])), c["ord"], c["char_start"],
              c["char_end"], c["text"], c["text_hash"],
              _vector(c["embedding"]), bool(c["reused"]), extractor)
             for r in rows for c in r["chunks"]))
@@ -165,6 +181,22 @@ def write_finished(conn: psycopg.Connection, rows: list[dict[str, Any]], md_keys
             _set_stages(cur, row["version_id"], {
                 stage: ("pending" if extractor is None and stage in _EXTRACTION_STAGES else "succeeded",
                         None, None) for stage in WORK_STAGES[1:]})
+
+
+def finish_fact_stages(conn: psycopg.Connection) -> int:
+    """The facts phase finished: every version whose claims are extracted and none of whose
+    claims or assertions wait any more has its fact stages succeeded."""
+    cur = conn.execute(
+        "INSERT INTO stage_work (version_id, stage, status, attempts, started_at, finished_at)"
+        " SELECT w.version_id, s.stage, 'succeeded', 1, now(), now() FROM stage_work w CROSS JOIN unnest(%s::text[]) s(stage)"
+        " WHERE w.stage = 'extract_claims' AND w.status = 'succeeded'"
+        " AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.version_id = w.version_id AND c.normalized_by IS NULL"
+        "                 AND c.is_current_testimony)"
+        " AND NOT EXISTS (SELECT 1 FROM assertions a JOIN claims c USING (claim_id)"
+        "                 WHERE c.version_id = w.version_id AND a.status = 'pending')"
+        " ON CONFLICT (version_id, stage) DO UPDATE SET status = 'succeeded', finished_at = now(), updated_at = now()"
+        " WHERE stage_work.status <> 'succeeded'", (list(FACT_STAGES),))
+    return cur.rowcount
 
 
 def write_unfinished(conn: psycopg.Connection, row: dict[str, Any]) -> None:
@@ -208,7 +240,7 @@ def finish_extraction(cur: psycopg.Cursor, version_ids: list[str]) -> list[str]:
     """Mark the extraction stages succeeded for versions whose every chunk has been read; return them."""
     done = [str(r[0]) for r in cur.execute(
         "SELECT version_id FROM chunks WHERE version_id = ANY(%s) GROUP BY version_id"
-        " HAVING bool_and(extracted_by IS NOT NULL)", ([_uuid(v) for v in version_ids],)).fetchall()]
+        " HAVING bool_and(extracted_by IS NOT NULL)", ([as_uuid(v) for v in version_ids],)).fetchall()]
     for version_id in done:
         _set_stages(cur, version_id, {stage: ("succeeded", None, None) for stage in _EXTRACTION_STAGES})
     return done

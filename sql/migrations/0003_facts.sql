@@ -101,6 +101,9 @@ CREATE TABLE assertions (
     ends_id            uuid REFERENCES entities,
     anchor_id          uuid REFERENCES entities,
     status             text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'adjudicated', 'skipped')),
+    -- times the claim came back as testimony after a removal: a returning claim is new testimony
+    -- and makes a new fact, never revives the retracted one
+    epoch              integer NOT NULL DEFAULT 0,
     created_at         timestamptz NOT NULL DEFAULT now(),
     CHECK ((kind = 'relation') = (predicate IS NOT NULL AND object_key IS NOT NULL))
 );

@@ -1,0 +1,142 @@
+"""The stateful actors of the facts phase, each holding one PostgreSQL connection.
+
+- `Normalizer`: claims → assertions and mentions (`normalize_relations`), a version at a time.
+- `ResolverShard`: owns a set of mention keys; resolves each key's mentions document by
+  document, in said-on order, through the cascade (`pipeline/resolution.py`).
+- `AdjudicatorShard`: owns a set of anchor entities; adjudicates each entity's pending
+  assertions in world-time order (`pipeline/adjudication.py`) and writes the result per entity.
+
+The driver assigns keys and entities to shards by a stable hash, so during a run every key and
+every entity has exactly one owner and nothing about one entity is decided twice at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import defaultdict
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector
+
+from pipeline import adjudication, names, normalize, resolution
+from sql import assertions as assertions_sql
+from sql import entities as entities_sql
+from sql import facts_store
+
+
+def shard_of(key: str, shards: int) -> int:
+    """A stable hash (not Python's salted `hash`), so a key has the same owner in every process."""
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big") % shards
+
+
+def _connect(dsn: str) -> psycopg.Connection:
+    conn = psycopg.connect(dsn, autocommit=True)
+    register_vector(conn)
+    return conn
+
+
+class Normalizer:
+    def __init__(self, dsn: str) -> None:
+        self._conn = _connect(dsn)
+
+    def normalize(self, version_ids: list[str]) -> dict[str, Any]:
+        started = time.perf_counter()
+        claims = assertions_sql.claims_of(self._conn, version_ids)
+        by_version: dict[str, list[dict]] = defaultdict(list)
+        for claim in claims:
+            by_version[claim["version_id"]].append(claim)
+        rows, mentions = [], []
+        for version_claims in by_version.values():
+            r, m = normalize.normalize_version(
+                version_claims, lambda claim_id, o: assertions_sql.assertion_id_for(claim_id, normalize.VERSION, o))
+            rows += r
+            mentions += m
+        assertions_sql.write(self._conn, rows, mentions, [c["claim_id"] for c in claims], normalize.VERSION)
+        return {"claims": len(claims), "assertions": len(rows), "seconds": time.perf_counter() - started}
+
+
+class ResolverShard:
+    def __init__(self, dsn: str, run_id: str) -> None:
+        self._conn = _connect(dsn)
+        self._run_id = run_id
+
+    def resolve(self, keys: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+        started = time.perf_counter()
+        counts: dict[str, int] = defaultdict(int)
+        for key in sorted(keys):
+            by_doc: dict[str, list[dict[str, Any]]] = {}
+            for m in keys[key]:  # already in said-on, document order
+                by_doc.setdefault(m["doc_id"], []).append(m | {"alias_key": names.key(m["surface"])})
+            for doc_id, mentions in by_doc.items():
+                # Within one document the same name is decided once, for all its uses there.
+                found = entities_sql.candidates(self._conn, key, self._run_id, mentions[0]["claim_id"])
+                verdict = resolution.decide(found)
+                created = verdict.entity_id is None
+                entity_id = resolution.new_entity_id(key, doc_id) if created else verdict.entity_id
+                entities_sql.bind(self._conn, key=key, mentions=mentions, entity_id=entity_id, created=created,
+                                  verdict="new" if created else "matched", step=verdict.step, found=found,
+                                  run_id=self._run_id)
+                if verdict.proposal is not None:
+                    entities_sql.propose(self._conn, entity_id, verdict.proposal.entity_id, verdict.proposal.score,
+                                         f"{verdict.proposal.tier} candidate not accepted", self._run_id)
+                counts["new" if created else verdict.step] += 1
+        return {"verdicts": dict(counts), "seconds": time.perf_counter() - started}
+
+
+class AdjudicatorShard:
+    def __init__(self, dsn: str, run_id: str, floor: float = adjudication.CONFIDENCE_FLOOR) -> None:
+        self._conn = _connect(dsn)
+        self._run_id = run_id
+        self._floor = floor
+
+    def adjudicate(self, anchors: list[str]) -> dict[str, Any]:
+        started = time.perf_counter()
+        decisions = assertions = 0
+        per_entity: list[tuple[int, int, float]] = []  # (candidate facts, assertions, seconds)
+        for anchor_id in sorted(anchors):
+            t0 = time.perf_counter()
+            incoming, skipped = facts_store.pending(self._conn, anchor_id)
+            facts = facts_store.candidate_facts(self._conn, anchor_id, incoming) if incoming else []
+            state = adjudication.EntityFacts(anchor_id, facts, floor=self._floor)
+            for a in incoming:
+                state.decide(a)
+            facts_store.write(self._conn, anchor_id, state.writes, [a.assertion_id for a in incoming], skipped,
+                              self._run_id)
+            decisions += len(state.writes.decisions)
+            assertions += len(incoming)
+            per_entity.append((len(facts), len(incoming), time.perf_counter() - t0))
+        return {"anchors": len(anchors), "assertions": assertions, "decisions": decisions,
+                "per_entity": per_entity, "seconds": time.perf_counter() - started}
+
+
+class LabelVectors:
+    """`label_relation` and profile refresh (`adjudicate_supersession`): fact labels and entity
+    profiles into vectors, with the deployment's embedding model."""
+
+    def __init__(self, dsn: str, model_path: str, model_name: str, device: str, batch_size: int,
+                 threads: int | None = None) -> None:
+        from actors.embedder import ModelRef, load_model
+
+        self._conn = _connect(dsn)
+        self._model = load_model(ModelRef(model_name, model_path), device, threads)
+        self._batch_size = batch_size
+
+    def _encode(self, texts: list[str]):
+        return self._model.encode(texts, batch_size=self._batch_size, convert_to_numpy=True,
+                                  normalize_embeddings=True, show_progress_bar=False)
+
+    def run(self, page: int = 1024) -> dict[str, Any]:
+        from sql import reconcile
+
+        started = time.perf_counter()
+        facts = profiles = 0
+        while rows := reconcile.facts_without_vectors(self._conn, page):
+            reconcile.set_fact_vectors(self._conn, list(zip([f for f, _ in rows], self._encode([l for _, l in rows]))))
+            facts += len(rows)
+        while rows := reconcile.stale_profiles(self._conn, page):
+            vectors = self._encode([p for _, p in rows])
+            reconcile.set_profiles(self._conn, [(e, p, v) for (e, p), v in zip(rows, vectors)])
+            profiles += len(rows)
+        return {"fact_vectors": facts, "profiles": profiles, "seconds": time.perf_counter() - started}

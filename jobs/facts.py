@@ -1,0 +1,130 @@
+"""The facts phase of an import: claims → assertions → entities → facts → reconcile → vectors.
+
+    normalize ─► resolve (shards own mention keys) ─► adjudicate (shards own entities)
+              ─► reconcile (living removals, deletions, re-extraction) ─► labels and profiles
+
+It runs after the document pipeline has landed every version of the run, so adjudication can
+take each entity's assertions in world-time order however the documents arrived. Shards are Ray
+actors; keys and entities are spread over them by a stable hash, one owner each.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from actors import facts_shards
+from actors.embedder import ModelRef
+from sql import assertions as assertions_sql
+from sql import entities as entities_sql
+from sql import facts_store, reconcile, writes
+
+_ACTOR_CPUS = 0.25
+_VERSIONS_PER_CALL = 64
+
+
+@dataclass
+class FactsReport:
+    claims_normalized: int = 0
+    assertions: int = 0
+    mentions_resolved: dict[str, int] = field(default_factory=dict)
+    merge_proposals: int = 0
+    anchors: int = 0
+    decisions: int = 0
+    adjudicated: int = 0
+    reconcile: dict[str, int] = field(default_factory=dict)
+    superseded_claims: int = 0
+    vectors: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    per_entity: list[tuple[int, int, float]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"claims_normalized": self.claims_normalized, "assertions": self.assertions,
+                "mentions_resolved": self.mentions_resolved, "merge_proposals": self.merge_proposals,
+                "anchors": self.anchors, "assertions_adjudicated": self.adjudicated, "decisions": self.decisions,
+                "superseded_claims": self.superseded_claims, "reconcile": self.reconcile, "vectors": self.vectors,
+                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}}
+
+    def render(self) -> str:
+        resolved = ", ".join(f"{k} {v}" for k, v in sorted(self.mentions_resolved.items())) or "none"
+        rc = self.reconcile
+        return "\n".join([
+            f"  assertions       {self.assertions} from {self.claims_normalized} claims",
+            f"  mentions         {resolved}; {self.merge_proposals} merge proposals for review",
+            f"  adjudication     {self.adjudicated} assertions on {self.anchors} entities, {self.decisions} decisions",
+            f"  reconcile        {self.superseded_claims} claims superseded; {rc.get('retracted', 0)} facts retracted,"
+            f" {rc.get('withdrawn', 0)} withdrawn",
+            "  facts seconds    " + "  ".join(f"{k} {v:.2f}" for k, v in self.seconds.items()),
+        ])
+
+
+def _split(items: list, shards: int, key=lambda x: x) -> list[list]:
+    out: list[list] = [[] for _ in range(shards)]
+    for item in items:
+        out[facts_shards.shard_of(key(item), shards)].append(item)
+    return out
+
+
+def run_facts(dsn: str, *, run_id: str, since: datetime, workers: int, model: ModelRef, device: str,
+              embed_batch_size: int, threads: int | None) -> FactsReport:
+    import ray
+    from ray.util import ActorPool
+
+    report = FactsReport()
+    shards = max(1, workers)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        t = time.perf_counter()
+        versions = assertions_sql.versions_to_normalize(conn)
+        if versions:
+            normalizer = ray.remote(num_cpus=_ACTOR_CPUS)(facts_shards.Normalizer)
+            pool = ActorPool([normalizer.remote(dsn) for _ in range(min(shards, len(versions)))])
+            batches = [versions[i:i + _VERSIONS_PER_CALL] for i in range(0, len(versions), _VERSIONS_PER_CALL)]
+            for got in pool.map_unordered(lambda actor, batch: actor.normalize.remote(batch), batches):
+                report.claims_normalized += got["claims"]
+                report.assertions += got["assertions"]
+        report.seconds["normalize"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        keys = entities_sql.unresolved(conn)
+        if keys:
+            resolver = ray.remote(num_cpus=_ACTOR_CPUS)(facts_shards.ResolverShard)
+            parts = _split(sorted(keys), shards)
+            actors = [resolver.remote(dsn, run_id) for part in parts if part]
+            results = ray.get([a.resolve.remote({k: keys[k] for k in part})
+                               for a, part in zip(actors, [p for p in parts if p])])
+            for got in results:
+                for step, n in got["verdicts"].items():
+                    report.mentions_resolved[step] = report.mentions_resolved.get(step, 0) + n
+            report.merge_proposals = entities_sql.propose_merges(conn, run_id)
+        entities_sql.bind_assertions(conn, facts_store.one_per_object())
+        report.seconds["resolve"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        anchors = facts_store.pending_anchors(conn)
+        if anchors:
+            adjudicator = ray.remote(num_cpus=_ACTOR_CPUS)(facts_shards.AdjudicatorShard)
+            parts = [p for p in _split(anchors, shards) if p]
+            for got in ray.get([adjudicator.remote(dsn, run_id).adjudicate.remote(p) for p in parts]):
+                report.anchors += got["anchors"]
+                report.adjudicated += got["assertions"]
+                report.decisions += got["decisions"]
+                report.per_entity += got["per_entity"]
+        report.seconds["adjudicate"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        report.superseded_claims = reconcile.supersede_living(conn)
+        report.reconcile = reconcile.reconcile_facts(conn, since, run_id)
+        report.seconds["reconcile"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        vectors = ray.remote(num_cpus=1)(facts_shards.LabelVectors).remote(
+            dsn, model.path, model.name, device, embed_batch_size, threads)
+        report.vectors = ray.get(vectors.run.remote())
+        report.vectors.pop("seconds", None)
+        report.seconds["label"] = time.perf_counter() - t
+        writes.finish_fact_stages(conn)
+    return report
