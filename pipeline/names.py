@@ -66,6 +66,15 @@ def is_entity(phrase: str) -> bool:
     return bool(name) and not is_pronoun(name) and not is_bare_head(phrase) and any(ch.isalpha() for ch in name)
 
 
+def first_line(text: str | None) -> str | None:
+    """A document's first line of text: its title or first heading, markup and comments off."""
+    for line in (text or "").splitlines():
+        line = line.strip().lstrip("#").strip()
+        if line and not line.startswith("<!--"):
+            return line
+    return None
+
+
 def topic_from_title(title: str | None) -> str | None:
     """What a document is about, from its title: "Billing migration: cutover specification" and
     "Billing migration stand-up notes, 20 May 2026" are both about "Billing migration"."""
@@ -81,4 +90,6 @@ def topic_from_title(title: str | None) -> str | None:
     topic = " ".join(words).strip(" -")
     if not topic or not is_entity(topic) or len(words) > 6:
         return None
+    if len(words) > 1 and all(w[:1].islower() for w in words[1:]) and not words[0][1:2].isupper():
+        topic = topic[:1].lower() + topic[1:]  # a sentence-case title: "Billing migration" is a common noun phrase
     return topic

@@ -114,8 +114,8 @@ _CLAUSE_SPLIT = re.compile(r",?\s+and\s+(?=" + _AUX + r"(?:not\s+)?(?:" +
 
 _ATTRIBUTION = re.compile(
     r"^(?P<holder>.+?)\s+(?:(?:also|still|strongly|privately|publicly)\s+)?(?:said|says|believes|believed|"
-    r"thinks|thought|expects|expected|argues|argued|worries|worried|feels|felt|claims|claimed|noted|notes|"
-    r"mentioned|mentions|suggested|suggests|warned|warns|hopes|hoped|fears|feared|doubts|doubted|"
+    r"thinks|thought|expects|expected|argues|argued|worries|worried|feels|felt|claims|claimed|noted|"
+    r"mentioned|suggested|suggests|warned|warns|hopes|hoped|fears|feared|doubts|doubted|"
     r"insists|insisted|told\s+\w+|is\s+convinced|was\s+convinced|is\s+worried|was\s+worried|"
     r"is\s+concerned|was\s+concerned)(?:\s+that)?\b", re.IGNORECASE)
 
@@ -276,8 +276,8 @@ def normalize_claim(claim: dict, topic: str | None = None) -> list[Assertion]:
     if not text:
         return []
     attributed = _ATTRIBUTION.match(text)
-    if attributed or claim.get("is_attributed"):
-        holder = _split_names(attributed.group("holder"), True) if attributed else None
+    holder = _split_names(attributed.group("holder"), True) if attributed else None
+    if holder or claim.get("is_attributed"):
         holder = holder or ([_observation_subject(text)] if _observation_subject(text) else None)
         if not holder:
             return []
@@ -428,7 +428,7 @@ def _dedupe(found: list[Assertion]) -> list[Assertion]:
 def expand_first_names(document_names: set[str]) -> dict[str, str]:
     """Within one document, a lone first name that starts exactly one full name used in the same
     document means that person: {first-name key: full name}."""
-    full = [n for n in document_names if len(n.split()) >= 2 and n[:1].isupper()]
+    full = [n for n in document_names if len(n.split()) >= 2 and all(w[:1].isupper() for w in n.split())]
     out = {}
     for name in document_names:
         if len(name.split()) == 1:
@@ -445,7 +445,8 @@ def normalize_version(claims: list[dict], assertion_id) -> tuple[list[dict], lis
     `assertion_id(claim_id, ord)` names each assertion."""
     if not claims:
         return [], []
-    topic = names.topic_from_title(claims[0].get("title"))
+    first = claims[0]
+    topic = names.topic_from_title(names.first_line(first.get("opening"))) or names.topic_from_title(first.get("title"))
     found = [(c, normalize_claim(c, topic)) for c in claims]
     used = {n for _, assertions in found for a in assertions for n in (a.subject, a.object, a.ends) if n and n != "*"}
     expand = expand_first_names(used)

@@ -34,10 +34,9 @@ def claims_of(conn: psycopg.Connection, version_ids: list[str]) -> list[dict[str
         "SELECT c.claim_id::text, c.doc_id::text, c.version_id::text, c.claim_text, c.is_attributed,"
         " c.claim_valid_from AS valid_from, c.claim_valid_until AS valid_until,"
         " c.claim_valid_precision AS precision, c.claim_valid_kind AS kind, c.asserted_at,"
-        # the document's own first line (its title or heading) names its topic better than a file name
-        " coalesce((SELECT nullif(btrim(substring(regexp_replace(ch.text, '^(\\s*<!--[^\\n]*-->)+', '')"
-        "           from '^\\s*#*\\s*([^\\n]*)')), '') FROM chunks ch"
-        "           WHERE ch.version_id = c.version_id ORDER BY ch.ord LIMIT 1), d.title) AS title"
+        # the document's opening text: its own first line names its topic better than a file name
+        " d.title, (SELECT left(string_agg(ch.text, E'\\n' ORDER BY ch.ord), 2000) FROM (SELECT text, ord"
+        "           FROM chunks WHERE version_id = c.version_id ORDER BY ord LIMIT 3) ch) AS opening"
         " FROM claims c JOIN documents d USING (doc_id)"
         " WHERE c.version_id = ANY(%s::uuid[]) AND c.normalized_by IS NULL AND c.is_current_testimony"
         " ORDER BY c.version_id, c.char_start, c.claim_id", (version_ids,))
