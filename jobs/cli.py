@@ -1,4 +1,4 @@
-"""The `corpusmem` command: import, status, demo, bench."""
+"""The `corpusmem` command: import, status, claims, why-not, facts, delete, demo, bench."""
 
 from __future__ import annotations
 
@@ -39,6 +39,20 @@ def _why_not(args: argparse.Namespace) -> int:
     return 0
 
 
+def _facts(args: argparse.Namespace) -> int:
+    from jobs import facts_cli
+
+    print(facts_cli.show_facts(runtime.settings(), args))
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    from jobs import facts_cli
+
+    print(facts_cli.delete(runtime.settings(), args.doc))
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from jobs import demo
 
@@ -74,6 +88,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("text", help="the words to look for in the document")
     p.set_defaults(func=_why_not)
 
+    p = sub.add_parser("facts", help="what the memory holds true about an entity or matching words, "
+                                     "now, at a date, over a range or ever")
+    from jobs import facts_cli
+
+    facts_cli.add_facts_arguments(p)
+    p.set_defaults(func=_facts)
+
+    p = sub.add_parser("delete", help="delete a document (every version); facts only it supported are retracted")
+    p.add_argument("doc", metavar="DOC", help="doc_id, source_ref (or its file name) or title")
+    p.set_defaults(func=_delete)
+
     p = sub.add_parser("demo", help="import the example corpus and show what the memory holds")
     p.set_defaults(func=_demo)
 
@@ -95,9 +120,12 @@ def main(argv: list[str] | None = None) -> int:
         from actors.embedder import ModelNotFound
         from actors.extractor import ExtractorUnavailable
         from sql.claims_queries import DocumentNotFound
+        from sql.facts_read import BadTimeQuery
+        from sql.reconcile import UnknownDocument
         from sql.store import StoreError
 
-        if isinstance(err, (StoreError, ModelNotFound, DocumentNotFound, ExtractorUnavailable)):
+        if isinstance(err, (StoreError, ModelNotFound, DocumentNotFound, ExtractorUnavailable, BadTimeQuery,
+                            UnknownDocument)):
             print(f"corpusmem: {err}", file=sys.stderr)
             return 2
         raise

@@ -1,0 +1,94 @@
+"""`corpusmem facts NAME|TEXT` and `corpusmem delete DOC`: what the memory holds true, in a time
+mode, and deleting a document (every version) with the reconciliation that follows."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime, timezone
+
+from pipeline.settings import Settings
+from sql import claims_queries, facts_read, reconcile, store
+
+
+def add_facts_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("query", metavar="NAME|TEXT", help="an entity's name, else words of the facts' labels")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--at", metavar="DATE", help="facts true at this instant (YYYY-MM-DD or ISO, UTC if naive)")
+    mode.add_argument("--overlap", nargs=2, metavar=("FROM", "TO"), help="facts overlapping this range")
+    mode.add_argument("--history", action="store_true", help="facts that began at or before now")
+    p.add_argument("--now", metavar="DATE", help="evaluate as of this instant instead of the clock")
+    p.add_argument("-k", type=int, default=20, help="at most this many facts (default 20)")
+
+
+def _instant(text: str) -> datetime:
+    """A date or ISO instant from the command line; a bare date means its first instant, UTC."""
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError as err:
+        raise SystemExit(f"corpusmem facts: {text!r} is not a date (YYYY-MM-DD or ISO 8601)") from err
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def time_query(args: argparse.Namespace) -> facts_read.TimeQuery:
+    if args.at:
+        return facts_read.TimeQuery("at", at=_instant(args.at))
+    if args.overlap:
+        return facts_read.TimeQuery("overlap", start=_instant(args.overlap[0]), end=_instant(args.overlap[1]))
+    return facts_read.TimeQuery("history" if args.history else "current")
+
+
+def _day(t: datetime | None) -> str:
+    if t is None:
+        return "…"
+    return f"{t:%Y-%m-%d}" if (t.hour, t.minute, t.second) == (0, 0, 0) else t.isoformat()
+
+
+def render_fact(f: facts_read.FactResult) -> list[str]:
+    v = f.validity
+    end = "open" if v["valid_precision"] == "open" else _day(v["valid_until"])
+    window = "no stated time" if v["valid_from"] is None and v["valid_until"] is None else \
+        f"{_day(v['valid_from'])} → {end} ({v['valid_precision']})"
+    flags = "" if f.support == "current" else f"  support: {f.support}"
+    lines = [f"  {f.label}", f"      {window}; {f.temporal_match}; evidence from {f.evidence_count} "
+             f"document{'s' if f.evidence_count != 1 else ''}{flags}"]
+    if f.contradiction:
+        for other in f.contradiction["co_members"]:
+            lines.append(f"      contradicted by: {other['label']} ({other['evidence_count']} document"
+                         f"{'s' if other['evidence_count'] != 1 else ''})")
+    return lines
+
+
+def show_facts(settings: Settings, args: argparse.Namespace) -> str:
+    time = time_query(args)
+    now = _instant(args.now) if args.now else None
+    with store.connect(store.resolve_dsn(settings)) as conn:
+        candidates = [c for c in facts_read.find_entities(conn, args.query) if c[2] == "T0"]
+        if candidates:
+            answer = facts_read.facts(conn, entity_ids=[c[0] for c in candidates], time=time, k=args.k, now=now)
+            head = ", ".join(f"{name} ({eid[:8]})" for eid, name, _ in candidates)
+            lines = [f"facts about {head}" + (" — several entities share this name" if len(candidates) > 1 else "")]
+        else:
+            answer = facts_read.facts(conn, text=args.query, time=time, k=args.k, now=now)
+            lines = [f"facts matching {args.query!r}"]
+    scope = answer.temporal_scope
+    lines[0] += f", time mode {scope['mode']}" + (f" at {_day(scope['at'])}" if scope["at"] else "") + \
+        (f" {_day(scope['from'])}..{_day(scope['to'])}" if scope["from"] else "") + \
+        f", evaluated at {_day(scope['evaluated_at'])}:"
+    if answer.negative:
+        lines.append(f"  ({answer.negative['kind']}: {answer.negative['explanation']})")
+    for f in answer.facts:
+        lines += render_fact(f)
+    if answer.truncated:
+        lines.append(f"  … more facts exist; raise -k")
+    return "\n".join(lines)
+
+
+def delete(settings: Settings, ref: str) -> str:
+    """Delete a document (all versions) and reconcile the facts it supported."""
+    with store.connect(store.resolve_dsn(settings), autocommit=True) as conn:
+        doc_id, source_ref = claims_queries.find_document(conn, ref)
+        started = conn.execute("SELECT now()").fetchone()[0]
+        ended = reconcile.delete_document(conn, doc_id)
+        counts = reconcile.reconcile_facts(conn, started, None)
+    return (f"deleted {source_ref} (doc {doc_id}): {ended} claims no longer current; "
+            f"{counts['recounted']} facts recounted, {counts['retracted']} retracted")

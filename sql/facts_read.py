@@ -1,0 +1,158 @@
+"""Reading facts: "facts about entity X / matching text T, in time mode current | at | overlap |
+history", with `temporal_match`, contradiction co-members and honest negatives.
+
+Reads current belief only (`invalidated_at` empty). A fact in a live contradiction group is
+never returned without its other sides. The HTTP API's `facts_context` is built on this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import psycopg
+
+from pipeline import names, windows
+from pipeline.windows import Window
+
+MODES = ("current", "at", "overlap", "history")
+CANDIDATES = 200
+CO_MEMBERS_INLINE = 25
+
+_COLUMNS = ("f.fact_id::text, f.kind, f.label, f.evidence_count, f.valid_from, f.valid_until, f.valid_precision,"
+            " f.ingested_at, f.invalidated_at, f.contradiction_group::text, f.support, f.window_source")
+
+
+class BadTimeQuery(ValueError):
+    """A time question that cannot be asked (naive instant, missing bound, unknown mode)."""
+
+
+@dataclass(frozen=True)
+class TimeQuery:
+    mode: str = "current"
+    at: datetime | None = None
+    start: datetime | None = None   # overlap: inclusive range
+    end: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise BadTimeQuery(f"time mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        needed = {"at": ("at",), "overlap": ("start", "end")}.get(self.mode, ())
+        for name in needed:
+            if getattr(self, name) is None:
+                raise BadTimeQuery(f"time mode {self.mode!r} needs {name!r}")
+        for name in ("at", "start", "end"):
+            value = getattr(self, name)
+            if value is not None and value.tzinfo is None:
+                raise BadTimeQuery(f"{name} must carry a time zone: {value.isoformat()}")
+        if self.mode == "overlap" and self.start > self.end:
+            raise BadTimeQuery("overlap needs start <= end")
+
+
+@dataclass
+class FactResult:
+    fact_id: str
+    kind: str
+    label: str
+    evidence_count: int
+    validity: dict[str, Any]
+    temporal_match: str
+    support: str
+    contradiction_group: str | None = None
+    contradiction: dict[str, Any] | None = None
+
+
+@dataclass
+class FactsAnswer:
+    facts: list[FactResult]
+    temporal_scope: dict[str, Any]
+    negative: dict[str, str] | None = None
+    truncated: bool = False
+    entity_ids: list[str] = field(default_factory=list)
+
+
+def _validity(row: tuple) -> dict[str, Any]:
+    return {"valid_from": row[4], "valid_until": row[5], "valid_precision": row[6], "ingested_at": row[7],
+            "invalidated_at": row[8]}
+
+
+def find_entities(conn: psycopg.Connection, name: str) -> list[tuple[str, str, str]]:
+    """(entity_id, canonical_name, tier) for a name: exact alias (T0), else similar spelling (T1),
+    else similar sound (T2). Never picks among several: every candidate comes back."""
+    key = names.key(name)
+    rows = conn.execute("SELECT DISTINCT e.entity_id::text, e.canonical_name FROM entity_aliases a"
+                        " JOIN entities e USING (entity_id) WHERE a.alias_key = %s ORDER BY 2, 1", (key,)).fetchall()
+    if rows:
+        return [(r[0], r[1], "T0") for r in rows]
+    rows = conn.execute("SELECT e.entity_id::text, e.canonical_name, max(similarity(a.alias_key, %(k)s)) s"
+                        " FROM entity_aliases a JOIN entities e USING (entity_id) WHERE a.alias_key %% %(k)s"
+                        " GROUP BY 1, 2 ORDER BY s DESC, 2, 1 LIMIT 10", {"k": key}).fetchall()
+    if rows:
+        return [(r[0], r[1], "T1") for r in rows]
+    rows = conn.execute("SELECT DISTINCT e.entity_id::text, e.canonical_name FROM entity_aliases a"
+                        " JOIN entities e USING (entity_id) WHERE a.dm_codes && daitch_mokotoff(%s)"
+                        " ORDER BY 2, 1 LIMIT 10", (key,)).fetchall()
+    return [(r[0], r[1], "T2") for r in rows]
+
+
+def facts(conn: psycopg.Connection, *, entity_ids: list[str] | None = None, text: str | None = None,
+          time: TimeQuery = TimeQuery(), k: int = 20, now: datetime | None = None) -> FactsAnswer:
+    """Facts about `entity_ids` (as subject or object) and/or whose label matches `text`."""
+    now = now or datetime.now(timezone.utc)
+    scope = {"mode": time.mode, "evaluated_at": now, "at": time.at, "from": time.start, "to": time.end}
+    if entity_ids:
+        known = {r[0] for r in conn.execute("SELECT entity_id::text FROM entities WHERE entity_id = ANY(%s::uuid[])",
+                                            (entity_ids,)).fetchall()}
+        missing = [e for e in entity_ids if e not in known]
+        if missing:
+            return FactsAnswer([], scope, {"kind": "unknown_entity",
+                                           "explanation": f"no entity {', '.join(missing)}"}, entity_ids=entity_ids)
+    where, params = ["f.invalidated_at IS NULL"], {"limit": CANDIDATES}
+    if entity_ids:
+        where.append("(f.subject_id = ANY(%(ids)s::uuid[]) OR f.object_id = ANY(%(ids)s::uuid[]))")
+        params["ids"] = entity_ids
+    if text:
+        where.append("(f.tsv @@ websearch_to_tsquery('english', %(text)s) OR f.label ILIKE %(like)s)")
+        params.update(text=text, like=f"%{text}%")
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM facts f WHERE {' AND '.join(where)}"
+        " ORDER BY f.evidence_count DESC, f.valid_from DESC NULLS LAST, f.label, f.fact_id LIMIT %(limit)s",
+        params).fetchall()
+    found: list[FactResult] = []
+    for row in rows:
+        match = windows.temporal_match(Window(row[4], row[5], row[6], row[11]), time.mode, now=now, at=time.at,
+                                       start=time.start, end=time.end)
+        if match is None:
+            continue
+        found.append(FactResult(fact_id=row[0], kind=row[1], label=row[2], evidence_count=row[3],
+                                validity=_validity(row), temporal_match=match, support=row[10],
+                                contradiction_group=row[9]))
+    truncated = len(found) > k
+    found = found[:k]
+    _attach_co_members(conn, found)
+    negative = None
+    if not found:
+        negative = {"kind": "known_empty", "explanation": "no current fact matches" +
+                    (" these entities" if entity_ids else "") + (f" {text!r}" if text else "") +
+                    f" in time mode {time.mode}"}
+    return FactsAnswer(found, scope, negative, truncated, entity_ids or [])
+
+
+def _attach_co_members(conn: psycopg.Connection, found: list[FactResult]) -> None:
+    """Every fact in a live contradiction group carries the other sides, up to 25 inline."""
+    for fact in found:
+        if fact.contradiction_group is None:
+            continue
+        others = conn.execute(
+            f"SELECT {_COLUMNS} FROM facts f WHERE f.contradiction_group = %s AND f.fact_id <> %s"
+            " AND f.invalidated_at IS NULL ORDER BY f.evidence_count DESC, f.label, f.fact_id",
+            (fact.contradiction_group, fact.fact_id)).fetchall()
+        if not others:
+            continue  # every other side was retracted: the group is no longer live
+        inline = others[:CO_MEMBERS_INLINE]
+        fact.contradiction = {
+            "group_id": fact.contradiction_group,
+            "co_members": [{"fact_id": r[0], "label": r[2], "evidence_count": r[3], "validity": _validity(r)}
+                           for r in inline],
+            "returned": len(inline), "total": len(others), "continuation": None}
