@@ -279,10 +279,11 @@ class EntityFacts:
             if start is not None and (a.change or fact.window.source == "stated") and \
                     (r.window.valid_from is None or r.window.valid_from < start) and windows.holds_at(r.window, start):
                 self._close(r, start, fact, a, "a successor starts")
-            elif r.window.valid_from is not None and fact.window.valid_from is None and \
-                    a.asserted_at is not None and a.asserted_at < r.window.valid_from and fact.window.valid_until is None:
-                # said before the other value began: the other one is its successor
-                self._close(fact, r.window.valid_from, r, a, "said before its successor began")
+            elif r.window.valid_from is not None and fact.window.valid_until is None and (
+                    (fact.window.valid_from is None and a.asserted_at is not None and a.asserted_at < r.window.valid_from)
+                    or (fact.window.valid_from is not None and fact.window.valid_from < r.window.valid_from)):
+                # it began (or was said) before the other value began: the other one is its successor
+                self._close(fact, r.window.valid_from, r, a, "it began before its successor")
             elif windows.overlaps(r.window, fact.window) and r.superseded_by is None:
                 self._contradict(a, fact, r)
 

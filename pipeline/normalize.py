@@ -248,12 +248,20 @@ def _object_phrase(rest: str) -> str:
     return _OBJECT_END.sub("", rest).strip()
 
 
+# A statement that opens with a capitalised name followed by a lower-case word is about that name.
+_PROPER_START = re.compile(r"^((?:[A-Z][\w'’.&-]*)(?:\s+[A-Z][\w'’.&-]*){0,3})\s+(?=[a-z])")
+_NOT_NAMES = frozenset("""The A An This That These Those Our Their Its His Her My Your We They He She It There
+Here Each Every All Some Most Many Few No None Both Either Neither If When While After Before Since During Until
+Once As At In On By For From With Without About Q1 Q2 Q3 Q4 Next Last First New Old""".split())
 _FOLLOWERS = frozenset("""the a an to in on for with about no its his her their our every each all some more
 less by at from up down out over into one two three four five six seven eight nine ten eleven twelve""".split())
 
 
 def _observation_subject(text: str) -> str | None:
     """The subject noun phrase of a statement, up to its first verb, when it names an entity."""
+    proper = _PROPER_START.match(text)
+    if proper and proper.group(1).split()[0] not in _NOT_NAMES and proper.group(1).lower() not in _COMMON_HEADS:
+        return _entity_or_none(proper.group(1), sentence_initial=True)
     words = text.split()
     for i, word in enumerate(words[1:9], start=1):
         w = word.lower().strip(",;")
@@ -455,24 +463,30 @@ def normalize_version(claims: list[dict], assertion_id) -> tuple[list[dict], lis
         k = names.key(name)
         return names.key(expand[k]) if k in expand else k
 
+    planned = [(c, a, windows.for_assertion(c.get("valid_from"), c.get("valid_until"), c.get("precision") or "unknown",
+                                           c.get("kind"), c.get("asserted_at"), applies=a.window_applies, change=a.change))
+               for c, assertions in found for a in assertions]
+    # An undated change in a document that dates exactly one change ("Ravi moved to the search
+    # team on 1 June. Dana now leads billing.") reads as part of that change: it starts then.
+    change_days = {w.valid_from for _, a, w in planned if a.change and w.source == "stated" and w.valid_from}
+    if len(change_days) == 1:
+        day = change_days.pop()
+        planned = [(c, a, windows.Window(day, None, "open", "said_on") if w.source == "said_on" else w)
+                   for c, a, w in planned]
     rows, mentions = [], {}
-    for claim, assertions in found:
-        for a in assertions:
-            window = windows.for_assertion(claim.get("valid_from"), claim.get("valid_until"),
-                                           claim.get("precision") or "unknown", claim.get("kind"),
-                                           claim.get("asserted_at"), applies=a.window_applies, change=a.change)
-            for name in (a.subject, a.object, a.ends):
-                if name and name != "*":
-                    mentions.setdefault((mention_key(name), name), {
-                        "doc_id": claim["doc_id"], "mention_key": mention_key(name), "surface": name,
-                        "claim_id": claim["claim_id"], "asserted_at": claim.get("asserted_at")})
-            rows.append({
-                "assertion_id": assertion_id(claim["claim_id"], a.ord), "claim_id": claim["claim_id"],
-                "doc_id": claim["doc_id"], "ord": a.ord, "kind": a.kind, "subject_key": mention_key(a.subject),
-                "predicate": a.predicate, "object_key": mention_key(a.object) if a.object else None,
-                "attribute": a.attribute, "value": a.value, "statement": a.statement, "negated": a.negated,
-                "change": a.change, "ends_key": ("*" if a.ends == "*" else mention_key(a.ends)) if a.ends else None,
-                "valid_from": window.valid_from, "valid_until": window.valid_until,
-                "valid_precision": window.precision, "window_source": window.source,
-                "asserted_at": claim.get("asserted_at"), "normalizer": VERSION})
+    for claim, a, window in planned:
+        for name in (a.subject, a.object, a.ends):
+            if name and name != "*":
+                mentions.setdefault((mention_key(name), name), {
+                    "doc_id": claim["doc_id"], "mention_key": mention_key(name), "surface": name,
+                    "claim_id": claim["claim_id"], "asserted_at": claim.get("asserted_at")})
+        rows.append({
+            "assertion_id": assertion_id(claim["claim_id"], a.ord), "claim_id": claim["claim_id"],
+            "doc_id": claim["doc_id"], "ord": a.ord, "kind": a.kind, "subject_key": mention_key(a.subject),
+            "predicate": a.predicate, "object_key": mention_key(a.object) if a.object else None,
+            "attribute": a.attribute, "value": a.value, "statement": a.statement, "negated": a.negated,
+            "change": a.change, "ends_key": ("*" if a.ends == "*" else mention_key(a.ends)) if a.ends else None,
+            "valid_from": window.valid_from, "valid_until": window.valid_until,
+            "valid_precision": window.precision, "window_source": window.source,
+            "asserted_at": claim.get("asserted_at"), "normalizer": VERSION})
     return rows, list(mentions.values())

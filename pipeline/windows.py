@@ -104,6 +104,13 @@ def better(current: Window, incoming: Window) -> Window | None:
         return replace(current, valid_from=incoming.valid_from, source="stated",
                        precision=incoming.precision if current.valid_until is None else
                        _coarser(current.precision, incoming.precision))
+    if current.valid_until is None and incoming.valid_until is not None and (
+            current.valid_from is None or current.valid_from < incoming.valid_until) and (
+            incoming.valid_from is None or current.valid_from is None or incoming.valid_from <= current.valid_from):
+        # a stated end completes a window that had none
+        start = current.valid_from or incoming.valid_from
+        precision = incoming.precision if incoming.precision != "open" else "day"
+        return Window(start, incoming.valid_until, precision, "stated")
     if (current.valid_from is not None and incoming.valid_from is not None and current.valid_until is not None
             and incoming.valid_until is not None and RANK.get(incoming.precision, 9) < RANK.get(current.precision, 9)
             and current.valid_from <= incoming.valid_from and incoming.valid_until <= current.valid_until):

@@ -250,7 +250,7 @@ def test_document_header() -> None:
         "Billing migration stand-up — 2026-09-17\nParticipants: Dana, Ravi, Priya, Marco")
     notes = (EXAMPLES / "2026-05-20-standup.txt").read_text()
     assert document_header(notes, "standup") == (
-        "standup\nBilling stand-up notes, 20 May 2026\nPresent: Dana, Ravi, Priya, Marco")
+        "standup\nBilling migration stand-up notes, 20 May 2026\nPresent: Dana, Ravi, Priya, Marco")
     capped = document_header(kickoff, "Kickoff notes", max_chars=61)
     assert capped == "Kickoff notes\nBilling migration kickoff\nDate: 15 January 2026"
     assert len(document_header("# " + "word " * 200, "T", max_chars=50)) <= 50
