@@ -26,7 +26,8 @@ from pipeline import synthetic
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("what", choices=("import",), help="which benchmark")
+    parser.add_argument("what", choices=("import", "facts"), help="which benchmark: import throughput against "
+                        "raw encode, or facts (adjudication rate and import time at N and 2N documents)")
     parser.add_argument("--docs", type=int, default=2000, help="documents in the base corpus (default 2000)")
     parser.add_argument("--no-double", action="store_true",
                         help="skip the 2N run that checks driver memory stays flat")
@@ -36,8 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (default: a temp dir)")
 
 
-def write_corpus(root: Path, count: int) -> None:
-    for doc in synthetic.generate(count):
+def write_corpus(root: Path, count: int, generator=synthetic.generate) -> None:
+    for doc in generator(count):
         path = root / doc.path
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(doc.text, encoding="utf-8")
@@ -149,9 +150,59 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def bench_facts(args: argparse.Namespace) -> dict[str, Any]:
+    """Import generated notes about a recurring cast at N and 2N documents into empty memories:
+    total import time must grow no worse than linearly, adjudication cost per assertion must stay
+    flat as entities accumulate facts."""
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="corpusmem-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {"docs": args.docs, "workers": args.workers, "runs": []}
+    for size in ([args.docs] if args.no_double else [args.docs, 2 * args.docs]):
+        corpus, home = work / f"facts-corpus-{size}", work / f"facts-home-{size}"
+        if not corpus.exists():
+            print(f"generating {size} documents in {corpus}", file=sys.stderr)
+            write_corpus(corpus, size, synthetic.generate_facts)
+        print(f"importing {size} documents into an empty memory", file=sys.stderr)
+        child = _import_child(corpus, home, args)
+        report, _ = _last_run(home)
+        facts = report["facts"]
+        adjudicate = facts["seconds"]["adjudicate"]
+        results["runs"].append({
+            "documents": report["counts"]["documents_seen"], "claims": report["counts"]["claims"],
+            "assertions": facts["assertions"], "entities": facts["anchors"], "decisions": facts["decisions"],
+            "import_seconds": child["process_seconds"], "pipeline_seconds": report["pipeline_seconds"],
+            "facts_seconds": facts["seconds"], "decisions_per_s": facts["decisions"] / max(adjudicate, 1e-9),
+            "per_entity_work": facts["per_entity_work"]})
+    if len(results["runs"]) == 2:
+        a, b = results["runs"]
+        results["import_time_ratio_2n_over_n"] = b["import_seconds"] / a["import_seconds"]
+    return results
+
+
+def render_facts(results: dict[str, Any]) -> str:
+    lines = []
+    for run in results["runs"]:
+        secs = run["facts_seconds"]
+        lines.append(f"{run['documents']} documents, {run['claims']} claims, {run['assertions']} assertions on "
+                     f"{run['entities']} entities: import {run['import_seconds']:.1f} s "
+                     f"(document pipeline {run['pipeline_seconds']:.1f} s; facts "
+                     + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items()) + ")")
+        lines.append(f"  adjudication: {run['decisions']} decisions at {run['decisions_per_s']:.0f} decisions/s")
+        lines.append("  per-entity work by candidate facts loaded: " + "; ".join(
+            f"{b['candidate_facts']}: {b['entities']} entities, {b['ms_per_assertion']:.2f} ms/assertion"
+            for b in run["per_entity_work"]))
+    if "import_time_ratio_2n_over_n" in results:
+        lines.append(f"import time, 2N over N: {results['import_time_ratio_2n_over_n']:.2f} (linear is 2.00)")
+    return "\n".join(lines)
+
+
 def main(args: argparse.Namespace) -> int:
-    results = bench_import(args)
-    print(render(results))
+    if args.what == "facts":
+        results = bench_facts(args)
+        print(render_facts(results))
+    else:
+        results = bench_import(args)
+        print(render(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2, default=float))
     return 0

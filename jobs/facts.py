@@ -24,6 +24,7 @@ from sql import entities as entities_sql
 from sql import facts_store, reconcile, writes
 
 _ACTOR_CPUS = 0.25
+_BUCKETS = (("0", 0), ("1-3", 3), ("4-15", 15), ("16-63", 63), ("64-255", 255), ("256+", 10**9))
 _VERSIONS_PER_CALL = 64
 
 
@@ -47,7 +48,24 @@ class FactsReport:
                 "mentions_resolved": self.mentions_resolved, "merge_proposals": self.merge_proposals,
                 "anchors": self.anchors, "assertions_adjudicated": self.adjudicated, "decisions": self.decisions,
                 "superseded_claims": self.superseded_claims, "reconcile": self.reconcile, "vectors": self.vectors,
-                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}}
+                "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+                "per_entity_work": self.per_entity_work()}
+
+    def per_entity_work(self) -> list[dict[str, Any]]:
+        """Adjudication cost per assertion, by how many candidate facts the entity had loaded:
+        it should stay flat as entities accumulate facts."""
+        buckets: dict[str, list[tuple[int, int, float]]] = {}
+        for facts_loaded, assertions, seconds in self.per_entity:
+            label = next(name for name, top in _BUCKETS if facts_loaded <= top)
+            buckets.setdefault(label, []).append((facts_loaded, assertions, seconds))
+        out = []
+        for name, _ in _BUCKETS:
+            got = buckets.get(name)
+            if got:
+                n = sum(a for _, a, _ in got)
+                out.append({"candidate_facts": name, "entities": len(got), "assertions": n,
+                            "ms_per_assertion": round(1000 * sum(s for _, _, s in got) / max(n, 1), 3)})
+        return out
 
     def render(self) -> str:
         resolved = ", ".join(f"{k} {v}" for k, v in sorted(self.mentions_resolved.items())) or "none"
@@ -69,6 +87,14 @@ def _split(items: list, shards: int, key=lambda x: x) -> list[list]:
     return out
 
 
+def _release(actors: list) -> None:
+    """Give a step's CPUs back before the next step's actors ask for theirs."""
+    import ray
+
+    for actor in actors:
+        ray.kill(actor)
+
+
 def run_facts(dsn: str, *, run_id: str, since: datetime, workers: int, model: ModelRef, device: str,
               embed_batch_size: int, threads: int | None) -> FactsReport:
     import ray
@@ -81,11 +107,13 @@ def run_facts(dsn: str, *, run_id: str, since: datetime, workers: int, model: Mo
         versions = assertions_sql.versions_to_normalize(conn)
         if versions:
             normalizer = ray.remote(num_cpus=_ACTOR_CPUS)(facts_shards.Normalizer)
-            pool = ActorPool([normalizer.remote(dsn) for _ in range(min(shards, len(versions)))])
+            actors = [normalizer.remote(dsn) for _ in range(min(shards, len(versions)))]
+            pool = ActorPool(actors)
             batches = [versions[i:i + _VERSIONS_PER_CALL] for i in range(0, len(versions), _VERSIONS_PER_CALL)]
             for got in pool.map_unordered(lambda actor, batch: actor.normalize.remote(batch), batches):
                 report.claims_normalized += got["claims"]
                 report.assertions += got["assertions"]
+            _release(actors)
         report.seconds["normalize"] = time.perf_counter() - t
 
         t = time.perf_counter()
@@ -96,6 +124,7 @@ def run_facts(dsn: str, *, run_id: str, since: datetime, workers: int, model: Mo
             actors = [resolver.remote(dsn, run_id) for part in parts if part]
             results = ray.get([a.resolve.remote({k: keys[k] for k in part})
                                for a, part in zip(actors, [p for p in parts if p])])
+            _release(actors)
             for got in results:
                 for step, n in got["verdicts"].items():
                     report.mentions_resolved[step] = report.mentions_resolved.get(step, 0) + n
@@ -108,7 +137,10 @@ def run_facts(dsn: str, *, run_id: str, since: datetime, workers: int, model: Mo
         if anchors:
             adjudicator = ray.remote(num_cpus=_ACTOR_CPUS)(facts_shards.AdjudicatorShard)
             parts = [p for p in _split(anchors, shards) if p]
-            for got in ray.get([adjudicator.remote(dsn, run_id).adjudicate.remote(p) for p in parts]):
+            actors = [adjudicator.remote(dsn, run_id) for _ in parts]
+            results = ray.get([a.adjudicate.remote(p) for a, p in zip(actors, parts)])
+            _release(actors)
+            for got in results:
                 report.anchors += got["anchors"]
                 report.adjudicated += got["assertions"]
                 report.decisions += got["decisions"]
@@ -124,6 +156,7 @@ def run_facts(dsn: str, *, run_id: str, since: datetime, workers: int, model: Mo
         vectors = ray.remote(num_cpus=1)(facts_shards.LabelVectors).remote(
             dsn, model.path, model.name, device, embed_batch_size, threads)
         report.vectors = ray.get(vectors.run.remote())
+        _release([vectors])
         report.vectors.pop("seconds", None)
         report.seconds["label"] = time.perf_counter() - t
         writes.finish_fact_stages(conn)

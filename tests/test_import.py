@@ -55,10 +55,10 @@ def test_example_corpus_lands_whole_with_exact_offsets(memory, ray_local, exampl
     assert dated["2026-06-12-retro.pdf"] == "2026-06-12"
     assert dated["oncall-roster.md"] is None  # no date in the path: nothing is invented
     # every stage of every version succeeded
-    from sql.writes import WORK_STAGES
+    from sql.writes import FACT_STAGES, WORK_STAGES
 
     assert rows(memory, "SELECT DISTINCT stage, status FROM stage_work ORDER BY 1") == sorted(
-        (stage, "succeeded") for stage in WORK_STAGES)
+        (stage, "succeeded") for stage in WORK_STAGES + FACT_STAGES)
     # chunk text is exactly the characters of document.md it claims to span
     objects = ObjectStore(memory.object_store_uri)
     for key, char_count, chunks in rows(
