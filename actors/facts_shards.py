@@ -20,6 +20,7 @@ from typing import Any
 import psycopg
 from pgvector.psycopg import register_vector
 
+from actors.extractor import ExtractorConfig, ExtractorUnavailable
 from pipeline import adjudication, names, normalize, resolution
 from sql import assertions as assertions_sql
 from sql import entities as entities_sql
@@ -38,8 +39,21 @@ def _connect(dsn: str) -> psycopg.Connection:
 
 
 class Normalizer:
-    def __init__(self, dsn: str) -> None:
+    """`normalize_relations` by the rules, or by a schema-bound call to an OpenAI-compatible
+    endpoint when the import's extractor is `openai` (malformed answers fall back to the rules)."""
+
+    def __init__(self, dsn: str, config: ExtractorConfig | None = None) -> None:
         self._conn = _connect(dsn)
+        self._model = None
+        self.version = normalize.VERSION
+        if config is not None and config.backend == "openai":
+            from actors.openai_extractor import OpenAIExtractorConfig
+            from actors.openai_normalizer import OpenAINormalizer
+
+            if not config.llm_model or not config.llm_base_url:
+                raise ExtractorUnavailable("the openai normalizer needs CORPUSMEM_LLM_MODEL and CORPUSMEM_LLM_BASE_URL")
+            self._model = OpenAINormalizer(OpenAIExtractorConfig(base_url=config.llm_base_url, model=config.llm_model))
+            self.version = self._model.version
 
     def normalize(self, version_ids: list[str]) -> dict[str, Any]:
         started = time.perf_counter()
@@ -47,13 +61,20 @@ class Normalizer:
         by_version: dict[str, list[dict]] = defaultdict(list)
         for claim in claims:
             by_version[claim["version_id"]].append(claim)
-        rows, mentions = [], []
-        for version_claims in by_version.values():
-            r, m = normalize.normalize_version(
-                version_claims, lambda claim_id, o: assertions_sql.assertion_id_for(claim_id, normalize.VERSION, o))
+        rows, mentions, costs = [], [], []
+        for version_id, version_claims in by_version.items():
+            def assertion_id(claim_id: str, o: int) -> str:
+                return assertions_sql.assertion_id_for(claim_id, self.version, o)
+
+            if self._model is None:
+                r, m = normalize.normalize_version(version_claims, assertion_id)
+            else:
+                r, m, cost, _problems = self._model.normalize_version_costed(version_claims, assertion_id)
+                if cost is not None:
+                    costs.append((version_id, cost))
             rows += r
             mentions += m
-        assertions_sql.write(self._conn, rows, mentions, [c["claim_id"] for c in claims], normalize.VERSION)
+        assertions_sql.write(self._conn, rows, mentions, [c["claim_id"] for c in claims], self.version, costs)
         return {"claims": len(claims), "assertions": len(rows), "seconds": time.perf_counter() - started}
 
 

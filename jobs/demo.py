@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from jobs import import_corpus, runtime
+from datetime import datetime, timezone
+
+from jobs import facts_cli, import_corpus, runtime
 from pipeline.settings import Settings
 from pipeline.sources import SourceOptions
-from sql import demo_queries, store
+from sql import demo_queries, facts_read, store
 
 EXAMPLES = runtime.PROJECT_ROOT / "examples" / "team"
 
@@ -32,6 +34,7 @@ def main(settings: Settings) -> int:
                       f"{vfrom:%Y-%m-%d}..open" if vfrom else "no stated time")
             print(f"  {title} [{start}:{end}] said {asserted:%Y-%m-%d}: {text}")
             print(f"      source span {span!r}; world time {window} ({precision})")
+        _show_facts(conn)
         query = "who leads the billing migration"
         print(f"\nnearest chunks to {query!r} (cosine distance, exact characters of document.md):")
         from actors.embedder import load_model, resolve_model
@@ -42,3 +45,24 @@ def main(settings: Settings) -> int:
             snippet = " ".join(text.split())[:110]
             print(f"  {distance:.3f}  {title} [{start}:{end}]  {snippet}")
     return 0
+
+
+def _show_facts(conn) -> None:
+    """Facts with their windows and evidence, a contradiction, and a question "as of" a date."""
+    billing = [c[0] for c in facts_read.find_entities(conn, "billing migration") if c[2] == "T0"]
+    now = datetime.now(timezone.utc)
+    print(f"\nwhat the memory holds true now about the billing migration (evaluated {now:%Y-%m-%d}):")
+    for fact in facts_read.facts(conn, entity_ids=billing, now=now).facts:
+        if fact.kind == "relation" or fact.contradiction or "scheduled" in fact.label:
+            print("\n".join(facts_cli.render_fact(fact)))
+    march = facts_read.facts(conn, entity_ids=billing, now=now,
+                             time=facts_read.TimeQuery("at", at=datetime(2026, 3, 1, tzinfo=timezone.utc)))
+    print("\nand as of 2026-03-01:")
+    for fact in march.facts:
+        if fact.kind == "relation" or "scheduled" in fact.label:
+            print("\n".join(facts_cli.render_fact(fact)))
+    ravi = [c[0] for c in facts_read.find_entities(conn, "Ravi") if c[2] == "T0"]
+    print("\nRavi's history:")
+    for fact in facts_read.facts(conn, entity_ids=ravi, now=now, time=facts_read.TimeQuery("history")).facts:
+        if fact.kind == "relation":
+            print("\n".join(facts_cli.render_fact(fact)))

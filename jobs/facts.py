@@ -19,6 +19,7 @@ import psycopg
 
 from actors import facts_shards
 from actors.embedder import ModelRef
+from actors.extractor import ExtractorConfig
 from sql import assertions as assertions_sql
 from sql import entities as entities_sql
 from sql import facts_store, reconcile, writes
@@ -96,7 +97,8 @@ def _release(actors: list) -> None:
 
 
 def run_facts(dsn: str, *, run_id: str, since: datetime, workers: int, model: ModelRef, device: str,
-              embed_batch_size: int, threads: int | None) -> FactsReport:
+              embed_batch_size: int, threads: int | None, extractor: ExtractorConfig | None = None) -> FactsReport:
+    """`extractor` of backend `openai` normalizes with the same endpoint; other backends by the rules."""
     import ray
     from ray.util import ActorPool
 
@@ -107,7 +109,8 @@ def run_facts(dsn: str, *, run_id: str, since: datetime, workers: int, model: Mo
         versions = assertions_sql.versions_to_normalize(conn)
         if versions:
             normalizer = ray.remote(num_cpus=_ACTOR_CPUS)(facts_shards.Normalizer)
-            actors = [normalizer.remote(dsn) for _ in range(min(shards, len(versions)))]
+            config = extractor if extractor is not None and extractor.backend == "openai" else None
+            actors = [normalizer.remote(dsn, config) for _ in range(min(shards, len(versions)))]
             pool = ActorPool(actors)
             batches = [versions[i:i + _VERSIONS_PER_CALL] for i in range(0, len(versions), _VERSIONS_PER_CALL)]
             for got in pool.map_unordered(lambda actor, batch: actor.normalize.remote(batch), batches):

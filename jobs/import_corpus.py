@@ -250,7 +250,7 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
         report.facts = facts.run_facts(
             authority.dsn, run_id=run_id, since=run_started_at, workers=options.workers, model=model,
             device="cuda" if use_gpu else settings.embedding_device, embed_batch_size=settings.embed_batch_size,
-            threads=threads)
+            threads=threads, extractor=options.extractor)
         report.status = "succeeded"
     finally:
         bar.close()

@@ -187,7 +187,7 @@ def is_date_phrase(text: str) -> bool:
     return found and not _DATE_FILLER.sub("", rest)
 
 
-def _date_value(claim: dict, when: str) -> str:
+def date_value(claim: dict, when: str) -> str:
     """The slot value: the date phrase read against the claim's said-on time, at its own precision
     ("June 15" said in 2026 → 2026-06-15; "October" → 2026-10); the words as said when they do not
     resolve."""
@@ -322,7 +322,7 @@ def _plan(text: str, claim: dict, topic: str | None) -> list[Assertion] | None:
     if not head or names.is_pronoun(head):
         return None
     change = bool(_PLAN_CHANGE.search(how)) or bool(_NOW.search(text))
-    value = _date_value(claim, when)
+    value = date_value(claim, when)
     if _is_bare(subject_phrase, sentence_initial=not agreed):
         if topic is None:
             return []
@@ -420,13 +420,14 @@ def _clauses(rest: str, subjects: list[str], claim: dict, negate_all: bool) -> l
                 subj, obj = (o, s) if passive else (s, o)
                 out.append(Assertion(ord=0, kind="relation", subject=subj, predicate=predicate, object=obj,
                                      statement=text, negated=negated, change=change or verb in _TAKEOVER))
-    return _dedupe(out)
+    return dedupe(out)
 
 
-def _dedupe(found: list[Assertion]) -> list[Assertion]:
+def dedupe(found: list[Assertion]) -> list[Assertion]:
+    """One assertion per (kind, names, predicate, negation, slot), first one kept."""
     seen, out = set(), []
     for a in found:
-        k = (a.kind, names.key(a.subject), a.predicate, names.key(a.object or ""), a.negated)
+        k = (a.kind, names.key(a.subject), a.predicate, names.key(a.object or ""), a.negated, a.attribute)
         if k not in seen:
             seen.add(k)
             out.append(a)
@@ -446,16 +447,26 @@ def expand_first_names(document_names: set[str]) -> dict[str, str]:
     return out
 
 
+def version_topic(claims: list[dict]) -> str | None:
+    """A version's topic: its opening's first line, else its title."""
+    if not claims:
+        return None
+    first = claims[0]
+    return names.topic_from_title(names.first_line(first.get("opening"))) or names.topic_from_title(first.get("title"))
+
+
 def normalize_version(claims: list[dict], assertion_id) -> tuple[list[dict], list[dict]]:
-    """Assertion rows and mention rows for the claims of one version (one document's claims, so
-    that a lone first name can borrow the full name the same document used).
+    """Assertion rows and mention rows for the claims of one version, by the rules.
 
     `assertion_id(claim_id, ord)` names each assertion."""
-    if not claims:
-        return [], []
-    first = claims[0]
-    topic = names.topic_from_title(names.first_line(first.get("opening"))) or names.topic_from_title(first.get("title"))
-    found = [(c, normalize_claim(c, topic)) for c in claims]
+    topic = version_topic(claims)
+    return version_rows([(c, normalize_claim(c, topic)) for c in claims], assertion_id, VERSION)
+
+
+def version_rows(found: list[tuple[dict, list[Assertion]]], assertion_id, normalizer: str
+                 ) -> tuple[list[dict], list[dict]]:
+    """Rows for one version's assertions, whichever backend read them: one document's claims
+    together, so that a lone first name can borrow the full name the same document used."""
     used = {n for _, assertions in found for a in assertions for n in (a.subject, a.object, a.ends) if n and n != "*"}
     expand = expand_first_names(used)
 
@@ -488,5 +499,5 @@ def normalize_version(claims: list[dict], assertion_id) -> tuple[list[dict], lis
             "change": a.change, "ends_key": ("*" if a.ends == "*" else mention_key(a.ends)) if a.ends else None,
             "valid_from": window.valid_from, "valid_until": window.valid_until,
             "valid_precision": window.precision, "window_source": window.source,
-            "asserted_at": claim.get("asserted_at"), "normalizer": VERSION})
+            "asserted_at": claim.get("asserted_at"), "normalizer": normalizer})
     return rows, list(mentions.values())

@@ -45,8 +45,9 @@ def claims_of(conn: psycopg.Connection, version_ids: list[str]) -> list[dict[str
 
 
 def write(conn: psycopg.Connection, assertions: list[dict[str, Any]], mentions: list[dict[str, Any]],
-          claim_ids: list[str], normalizer: str) -> None:
-    """Assertions and mentions of a batch of claims, and the mark that they were read, together."""
+          claim_ids: list[str], normalizer: str, costs: list[tuple[str, Any]] = ()) -> None:
+    """Assertions and mentions of a batch of claims, what the model calls cost (version_id,
+    CallCost), and the mark that the claims were read, together."""
     with conn.transaction(), conn.cursor() as cur:
         copy_deduplicated(cur, "assertions", _ASSERTION_COLUMNS, _ASSERTION_TYPES, (
             tuple(as_uuid(a[c]) if t == "uuid" else a[c] for c, t in zip(_ASSERTION_COLUMNS, _ASSERTION_TYPES))
@@ -55,4 +56,8 @@ def write(conn: psycopg.Connection, assertions: list[dict[str, Any]], mentions: 
             "INSERT INTO mentions (doc_id, mention_key, surface, claim_id, asserted_at)"
             " VALUES (%(doc_id)s, %(mention_key)s, %(surface)s, %(claim_id)s, %(asserted_at)s)"
             " ON CONFLICT DO NOTHING", mentions)
+        cur.executemany(
+            "INSERT INTO cost_ledger (version_id, stage, backend, model, calls, tokens_in, tokens_out, device_seconds)"
+            " VALUES (%s, 'normalize_relations', %s, %s, %s, %s, %s, %s)",
+            [(v, c.backend, c.model, c.calls, c.tokens_in, c.tokens_out, c.device_seconds) for v, c in costs])
         cur.execute("UPDATE claims SET normalized_by = %s WHERE claim_id = ANY(%s::uuid[])", (normalizer, claim_ids))
