@@ -14,8 +14,8 @@ def render(dsn: str) -> str:
         recent = runs.recent_runs(conn)
     lines = ["memory: " + ", ".join(f"{v} {k}" for k, v in totals.items()),
              "versions by status: " + (", ".join(f"{n} {s}" for s, n in versions) or "none"),
-             "stage          status       defer       versions"]
-    lines += [f"{stage:<14} {status:<12} {defer or '':<11} {n:>8}" for stage, status, defer, n in stages]
+             "stage                    status       defer       versions"]
+    lines += [f"{stage:<24} {status:<12} {defer or '':<11} {n:>8}" for stage, status, defer, n in stages]
     if recent:
         lines.append("recent import runs:")
         for run_id, status, started, finished, counts in recent:

@@ -28,11 +28,13 @@ def finish_run(conn: psycopg.Connection, run_id: str, *, status: str, counts: di
 
 def stage_counts(conn: psycopg.Connection) -> list[tuple[str, str, str | None, int]]:
     """(stage, status, defer_reason, versions) over every version that is not deleted."""
+    from sql.writes import FACT_STAGES, WORK_STAGES
+
     return conn.execute(
         "SELECT w.stage, w.status, w.defer_reason, count(*) FROM stage_work w"
         " JOIN versions v USING (version_id) WHERE v.status <> 'deleted'"
-        " GROUP BY 1, 2, 3 ORDER BY array_position(ARRAY['ingest', 'convert', 'structure', 'chunk',"
-        " 'embed_chunk'], w.stage), w.stage, 2, 3").fetchall()
+        " GROUP BY 1, 2, 3 ORDER BY array_position(%s::text[], w.stage), w.stage, 2, 3",
+        (list(WORK_STAGES + FACT_STAGES),)).fetchall()
 
 
 def version_counts(conn: psycopg.Connection) -> list[tuple[str, int]]:
@@ -44,8 +46,11 @@ def totals(conn: psycopg.Connection) -> dict[str, int]:
         "SELECT (SELECT count(*) FROM documents WHERE deleted_at IS NULL),"
         " (SELECT count(*) FROM versions), (SELECT count(*) FROM content_objects),"
         " (SELECT count(*) FROM sections), (SELECT count(*) FROM chunks),"
-        " (SELECT count(*) FROM chunks WHERE embedding IS NOT NULL)").fetchone()
-    return dict(zip(("documents", "versions", "content_objects", "sections", "chunks", "vectors"), row))
+        " (SELECT count(*) FROM chunks WHERE embedding IS NOT NULL),"
+        " (SELECT count(*) FROM claims WHERE is_current_testimony), (SELECT count(*) FROM entities),"
+        " (SELECT count(*) FROM facts WHERE invalidated_at IS NULL)").fetchone()
+    return dict(zip(("documents", "versions", "content_objects", "sections", "chunks", "vectors", "claims",
+                     "entities", "facts"), row))
 
 
 def recent_runs(conn: psycopg.Connection, limit: int = 5) -> list[tuple[Any, ...]]:
