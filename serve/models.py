@@ -1,0 +1,298 @@
+"""Response envelopes of the read API, field for field as the seed's result types and the
+`remember` 0.17.2 client expect them.
+
+Every model forbids unknown fields, as the client's do: a field we add by mistake fails here, in
+our own tests, before a client sees it. Keys the client requires even when null are declared
+without defaults. Instants are serialised in UTC with an explicit offset.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
+
+
+def _utc(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise ValueError(f"naive instant {value.isoformat()} in a response")
+    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+UTC = Annotated[datetime, PlainSerializer(_utc, return_type=str)]
+
+Precision = Literal["unknown", "instant", "day", "month", "quarter", "year", "open"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class ScopeCurrent(_Model):
+    mode: Literal["current"] = "current"
+    evaluated_at: UTC
+    believed_at: UTC
+    identity_regime: Literal["current", "as_of"] = "current"
+
+
+class ScopeAt(_Model):
+    mode: Literal["at"] = "at"
+    at: UTC
+    evaluated_at: UTC
+    believed_at: UTC
+    identity_regime: Literal["current", "as_of"] = "current"
+
+
+class ScopeOverlap(_Model):
+    mode: Literal["overlap"] = "overlap"
+    from_: UTC = Field(alias="from")
+    to: UTC
+    evaluated_at: UTC
+    believed_at: UTC
+    identity_regime: Literal["current", "as_of"] = "current"
+
+
+class ScopeHistory(_Model):
+    mode: Literal["history"] = "history"
+    evaluated_at: UTC
+    believed_at: UTC
+    identity_regime: Literal["current", "as_of"] = "current"
+
+
+class ScopeAsOf(_Model):
+    mode: Literal["as_of"] = "as_of"
+    valid_at: UTC
+    evaluated_at: UTC
+    believed_at: UTC
+    identity_regime: Literal["current", "as_of"] = "as_of"
+
+
+TemporalScope = ScopeCurrent | ScopeAt | ScopeOverlap | ScopeHistory | ScopeAsOf
+
+
+class Freshness(_Model):
+    pg_live_ts: UTC
+    p1_written_inline: bool = True
+    p1_believed_at_horizon: UTC | None = None
+    k: dict[str, Any] | None = None
+
+
+class EntityCandidate(_Model):
+    entity_id: UUID
+    canonical_name: str
+    tier: str
+    context_hits: int = 0
+
+
+class Validity(_Model):
+    valid_from: UTC | None
+    valid_until: UTC | None
+    valid_precision: Precision = "unknown"
+    ingested_at: UTC
+    invalidated_at: UTC | None
+
+
+class CoMember(_Model):
+    fact_id: UUID
+    label: str
+    evidence_count: int
+    validity: Validity
+
+
+class Contradiction(_Model):
+    group_id: UUID
+    co_members: tuple[CoMember, ...] = ()
+    returned: int = Field(ge=0)
+    total: int = Field(ge=0)
+    continuation: str | None = None
+
+
+class FactResult(_Model):
+    fact_id: UUID
+    kind: Literal["relation", "observation"]
+    label: str
+    evidence_count: int
+    validity: Validity
+    temporal_match: Literal["confirmed", "possible"] = "possible"
+    contradiction_group: UUID | None = None
+    contradiction: Contradiction | None = None
+    support: Literal["current", "withdrawn"] = "current"
+
+
+class EvidenceSpan(_Model):
+    char_start: int = Field(ge=0)
+    char_end: int = Field(ge=0)
+
+
+class EvidenceResult(_Model):
+    claim_id: UUID
+    doc_id: UUID
+    chunk_id: UUID
+    claim_text: str
+    source_span: str
+    char_start: int
+    char_end: int
+    is_attributed: bool
+    is_current_testimony: bool
+    evidence_spans: tuple[EvidenceSpan, ...] = ()
+    asserted_at: UTC | None = None
+    claim_valid_from: UTC | None = None
+    claim_valid_until: UTC | None = None
+    claim_valid_precision: str = "unknown"
+    claim_valid_kind: str | None = None
+    document_title: str | None = None
+    source_kind: str | None = None
+    corroboration_count: int | None = Field(default=None, ge=1)
+    grouped_claim_ids: tuple[UUID, ...] = ()
+
+
+class FactEvidence(_Model):
+    fact_kind: Literal["relation", "observation"]
+    fact_id: UUID
+    claim_id: UUID
+    stance: Literal["supports", "contradicts"]
+
+
+class EvidenceTotal(_Model):
+    fact_kind: Literal["relation", "observation"]
+    fact_id: UUID
+    stance: Literal["supports", "contradicts"]
+    returned: int = Field(ge=0)
+    total: int = Field(ge=0)
+
+
+class ChunkEvidenceResult(_Model):
+    chunk_id: UUID
+    doc_id: UUID
+    version_id: UUID
+    representation_id: UUID
+    chunk_text: str
+    char_start: int
+    char_end: int
+    section_role: str | None
+    source_kind: str
+    context_prefix: str | None = None
+    document_title: str | None = None
+    source_modified_at: UTC | None = None
+    published_at: UTC | None = None
+
+
+class SourceRecord(_Model):
+    doc_id: UUID
+    title: str | None
+    source_kind: str
+    markdown_uri: str | None
+    mention_count: int | None = None
+    first_mentioned_at: UTC | None = None
+    last_mentioned_at: UTC | None = None
+
+
+class TranscriptEntry(_Model):
+    subject_kind: str
+    outcome: str
+    method: str
+    confidence: float | None
+    related_id: UUID | None
+    decided_by: str
+    decided_at: UTC
+    features: dict[str, Any] | None
+
+
+class RankedItem(_Model):
+    item_id: UUID
+    score: float
+    signals: dict[str, float] = {}
+
+
+class Truncation(_Model):
+    truncated: bool
+    returned: int = Field(ge=0)
+    estimated_total: int = Field(ge=0)
+    total_is_exact: bool = True
+    continuation: str | None = None
+    reason: str | None = None
+
+
+class Negative(_Model):
+    kind: Literal["unknown_entity", "known_empty", "boundary"]
+    explanation: str = Field(min_length=1)
+    workaround: str | None = None
+
+
+class Envelope(_Model):
+    grain: Literal["fact", "evidence", "compiled", "composite"]
+    temporal_scope: TemporalScope = Field(discriminator="mode")
+    freshness: Freshness
+    entities: tuple[EntityCandidate, ...] = ()
+    facts: tuple[FactResult, ...] = ()
+    evidence: tuple[EvidenceResult, ...] = ()
+    fact_evidence: tuple[FactEvidence, ...] = ()
+    evidence_totals: tuple[EvidenceTotal, ...] = ()
+    chunks: tuple[ChunkEvidenceResult, ...] = ()
+    sources: tuple[SourceRecord, ...] = ()
+    transcript: tuple[TranscriptEntry, ...] = ()
+    ranking: tuple[RankedItem, ...] = ()
+    truncation: Truncation | None = None
+    negative: Negative | None = None
+    dropped_by_hydration: int = 0
+
+
+class ContextBundle(_Model):
+    contract: Literal["ContextBundle/v2"] = "ContextBundle/v2"
+    claims_and_sources: Envelope
+    facts: Envelope
+
+
+class ToolDescriptor(_Model):
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    result_schema: dict[str, Any]
+    result_contract: str = Field(min_length=1)
+    output_grain: str | None
+    answer_intent: str
+    mutates: bool | None = None
+    version: int | None = Field(default=None, ge=1)
+    implementation_plan_hash: str | None = None
+
+
+class DeploymentBuildInfo(_Model):
+    build_revision: str = ""
+    model_bindings: dict[str, str] = {}
+    document_binding_generation: str | None = None
+    tools: dict[str, int] = {}
+
+
+class DocumentVersionSummary(_Model):
+    version_id: UUID
+    version_no: int
+    status: Literal["ingesting", "converting", "structuring", "ready", "failed", "deleted"]
+    ingested_at: UTC
+    error: str | None = None
+
+
+class DocumentSummary(_Model):
+    doc_id: UUID
+    title: str | None = None
+    source_kind: str
+    source_uri: str | None = None
+    first_seen_at: UTC
+    latest: DocumentVersionSummary
+    serving: bool
+
+
+class DocumentPage(_Model):
+    documents: tuple[DocumentSummary, ...]
+    cursor: str | None = None
+
+
+class DocumentDeletion(_Model):
+    doc_id: UUID
+    deleted_at: UTC
+    claims_retired: int = Field(ge=0)
+    relations_closed: int = Field(ge=0)
+    observations_closed: int = Field(ge=0)
