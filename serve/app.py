@@ -10,7 +10,7 @@ Error bodies are exactly `{"detail": ...}`, as the seed and the `remember` clien
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,6 +21,7 @@ import psycopg
 from fastapi import Body, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,6 +29,7 @@ from serve import models as m
 from serve import operations, reads
 from sql import facts_read, reconcile
 
+Channel = Literal["semantic", "bm25"]
 OPERATION_NAMES = ("resolve_entity", "claims_and_sources_context", "facts_context", "combined_context")
 
 
@@ -45,7 +47,7 @@ class Pools:
 def open_pools(dsn: str, *, general: int = 4, retrieval: int = 4, graph: int = 2) -> Pools:
     def pool(size: int, name: str) -> ConnectionPool:
         return ConnectionPool(dsn, min_size=1, max_size=size, name=name, open=True,
-                              kwargs={"autocommit": True})
+                              kwargs={"autocommit": True}, configure=register_vector)
     return Pools(pool(general, "general"), pool(retrieval, "retrieval"), pool(graph, "graph"))
 
 
@@ -71,7 +73,8 @@ class TimeArg(BaseModel):
             raise HTTPException(422, {"code": "invalid_parameter", "message": str(err)}) from err
 
 
-def build_app(pools: Pools, deployment: DeploymentInfo) -> FastAPI:
+def build_app(pools: Pools, deployment: DeploymentInfo, embed: Callable[[str], Any]) -> FastAPI:
+    """`embed(text)` gives a query vector (the query-embedder deployment, or a local model)."""
     app = FastAPI(title="corpusmem", version=deployment.build_revision,
                   description="The memory's read API: assured operations, lookups and documents.")
 
@@ -110,12 +113,80 @@ def build_app(pools: Pools, deployment: DeploymentInfo) -> FastAPI:
             if name == "resolve_entity":
                 result = reads.resolve_entity(c, args["name"])
             elif name == "facts_context":
-                result = reads.facts_context(c, args["query"], time=TimeArg(**args.get("time", {})).query(),
-                                             k=args.get("k", 15), evidence_per_fact=args.get("evidence_per_fact", 3),
-                                             entity_ids=args.get("entity_ids"))
+                result = facts(c, args)
+            elif name == "claims_and_sources_context":
+                result = reads.claims_and_sources_context(c, args["query"], k=args["k"], candidate_k=args["candidate_k"],
+                                                          vector=vector(args["query"]))
             else:
-                raise HTTPException(501, f"operation {name!r} is not served yet")
+                result = m.ContextBundle(
+                    claims_and_sources=reads.claims_and_sources_context(c, args["query"], vector=vector(args["query"])),
+                    facts=facts(c, {**args, "k": 15, "evidence_per_fact": 3}))
         return result.model_dump(mode="json", by_alias=True)
+
+    def facts(c: psycopg.Connection, args: dict[str, Any]) -> m.Envelope:
+        return reads.facts_context(c, args["query"], time=TimeArg(**args.get("time", {})).query(), k=args["k"],
+                                   evidence_per_fact=args["evidence_per_fact"], entity_ids=args.get("entity_ids"))
+
+    def vector(text: str) -> Any:
+        try:
+            return embed(text)
+        except Exception as err:  # the embedder is a separate deployment; its failure is the seed's 503
+            raise HTTPException(503, "model provider unavailable") from err
+
+    def envelope(result: m.Envelope) -> dict[str, Any]:
+        return result.model_dump(mode="json", by_alias=True)
+
+    @app.get("/lookup/relations")
+    def lookup_relations(subject_entity_id: UUID | None = None, predicate: str | None = None,
+                         object_entity_id: UUID | None = None, valid_at: datetime | None = None,
+                         k: Annotated[int, Query(ge=1, le=400)] = 50) -> dict[str, Any]:
+        if valid_at is not None and (valid_at.utcoffset() is None or valid_at.utcoffset().total_seconds() != 0):
+            raise HTTPException(422, "valid_at must be UTC (Z or +00:00)")
+        with conn("retrieval") as c:
+            return envelope(reads.lookup_relations(
+                c, subject=str(subject_entity_id) if subject_entity_id else None, predicate=predicate,
+                obj=str(object_entity_id) if object_entity_id else None, valid_at=valid_at, k=k))
+
+    @app.get("/lookup/observations")
+    def lookup_observations(entity_id: UUID, property_query: str | None = None,
+                            k: Annotated[int, Query(ge=1, le=400)] = 10) -> dict[str, Any]:
+        with conn("retrieval") as c:
+            return envelope(reads.lookup_observations(c, str(entity_id), k,
+                                                      vector(property_query) if property_query else None))
+
+    @app.get("/hydrate/relation/{relation_id}")
+    def hydrate_relation(relation_id: UUID) -> dict[str, Any]:
+        with conn() as c:
+            return envelope(reads.hydrate_relation(c, str(relation_id)))
+
+    @app.get("/transcript/relation/{relation_id}")
+    def transcript_relation(relation_id: UUID) -> dict[str, Any]:
+        with conn() as c:
+            return envelope(reads.transcript_relation(c, str(relation_id)))
+
+    @app.get("/search/claims")
+    def search_claims(query: Annotated[str, Query(min_length=1)], k: Annotated[int, Query(ge=1, le=400)] = 10,
+                      channel: Channel = "semantic") -> dict[str, Any]:
+        with conn("retrieval") as c:
+            return envelope(reads.search(c, "claims", query, k, channel, vector(query) if channel == "semantic" else None))
+
+    @app.get("/search/chunks")
+    def search_chunks(query: Annotated[str, Query(min_length=1)], k: Annotated[int, Query(ge=1, le=400)] = 10,
+                      channel: Channel = "semantic") -> dict[str, Any]:
+        with conn("retrieval") as c:
+            return envelope(reads.search(c, "chunks", query, k, channel, vector(query) if channel == "semantic" else None))
+
+    @app.get("/chunks/{chunk_id}/adjacent")
+    def adjacent_chunks(chunk_id: UUID, window: Annotated[int, Query(ge=1, le=2)] = 1) -> dict[str, Any]:
+        with conn("retrieval") as c:
+            return envelope(reads.adjacent(c, str(chunk_id), window))
+
+    @app.get("/documents", response_model=m.DocumentPage)
+    def list_documents(limit: Annotated[int, Query(ge=1, le=200)] = 50, cursor: UUID | None = None,
+                       status: Literal["ingesting", "converting", "structuring", "ready", "failed"] | None = None
+                       ) -> m.DocumentPage:
+        with conn() as c:
+            return reads.list_documents(c, limit, str(cursor) if cursor else None, status)
 
     @app.get("/resolve")
     def resolve(name: Annotated[str, Query(min_length=1)],

@@ -109,3 +109,156 @@ def facts_context(conn: psycopg.Connection, query: str, *, time: facts_read.Time
         truncation=m.Truncation(truncated=answer.truncated, returned=len(facts),
                                 estimated_total=len(facts) + (1 if answer.truncated else 0),
                                 total_is_exact=not answer.truncated))
+
+
+# --- lookups, hydration, transcript ---------------------------------------------------------
+
+TRANSCRIPT_LIMIT = 40
+RRF_K = 60
+
+
+def _results(conn: psycopg.Connection, rows: list[tuple], time: facts_read.TimeQuery, at: datetime) -> list[m.FactResult]:
+    found = [f for f in (facts_read.result_from_row(r, time, at) for r in rows) if f is not None]
+    facts_read.attach_co_members(conn, found)
+    return [fact_result(f) for f in found]
+
+
+def _cut(items: list, k: int, reason: str) -> tuple[list, m.Truncation | None]:
+    if len(items) > k:
+        return items[:k], m.Truncation(truncated=True, returned=k, estimated_total=len(items), total_is_exact=False,
+                                       reason=reason)
+    return items, None
+
+
+def lookup_relations(conn: psycopg.Connection, *, subject: str | None, predicate: str | None, obj: str | None,
+                     valid_at: datetime | None, k: int) -> m.Envelope:
+    at = now()
+    time = facts_read.TimeQuery("at", at=valid_at) if valid_at else facts_read.TimeQuery()
+    rows = read_queries.lookup_relations(conn, subject=subject, predicate=predicate, obj=obj, at=valid_at or at, k=k)
+    facts, truncation = _cut(_results(conn, rows, time, at), k, "lookup_k_limit")
+    negative = None if facts else m.Negative(kind="known_empty", explanation="no live relation matches")
+    return _envelope("fact", at, time, facts=tuple(facts), truncation=truncation, negative=negative)
+
+
+def lookup_observations(conn: psycopg.Connection, entity_id: str, k: int, vector: Any = None) -> m.Envelope:
+    at = now()
+    rows = read_queries.lookup_observations(conn, entity_id, at, k, vector)
+    facts, truncation = _cut(_results(conn, rows, facts_read.TimeQuery(), at), k, "lookup_k_limit")
+    negative = None if facts else m.Negative(kind="known_empty", explanation="no live observation on this entity")
+    return _envelope("fact", at, facts=tuple(facts), truncation=truncation, negative=negative)
+
+
+def hydrate_relation(conn: psycopg.Connection, relation_id: str) -> m.Envelope:
+    """The relation (invalidated ones too: this is the audit path), all its claims and sources."""
+    at = now()
+    row = read_queries.fact_row(conn, relation_id)
+    if row is None or row[1] != "relation":
+        return _envelope("composite", at, negative=m.Negative(kind="unknown_entity",
+                                                             explanation=f"no relation {relation_id}"))
+    [fact] = _results(conn, [row[:12]], facts_read.TimeQuery("history"), at) or [None]
+    if fact is None:  # a window that began after now: hydration still reports it
+        fact = fact_result(facts_read.result_from_row(row[:12], None, at))
+    claims = read_queries.all_evidence(conn, relation_id)
+    sources = [m.SourceRecord(doc_id=d, title=t, source_kind=k, markdown_uri=uri)
+               for d, t, k, uri in read_queries.sources(conn, sorted({str(c["doc_id"]) for c in claims}))]
+    return _envelope("composite", at, facts=(fact,), evidence=tuple(evidence_result(c) for c in claims),
+                     sources=tuple(sources))
+
+
+def transcript_relation(conn: psycopg.Connection, relation_id: str) -> m.Envelope:
+    at = now()
+    row = read_queries.fact_row(conn, relation_id)
+    if row is None or row[1] != "relation":
+        return _envelope("composite", at, negative=m.Negative(kind="unknown_entity",
+                                                             explanation=f"no relation {relation_id}"))
+    rows, total = read_queries.transcript(conn, relation_id, TRANSCRIPT_LIMIT)
+    entries = tuple(m.TranscriptEntry(subject_kind=r[0], outcome=r[1], method=r[2], confidence=r[3], related_id=r[4],
+                                      decided_by=r[5], decided_at=r[6], features=r[7]) for r in rows)
+    truncation = m.Truncation(truncated=total > len(entries), returned=len(entries), estimated_total=total,
+                              reason="result_budget" if total > len(entries) else None)
+    return _envelope("composite", at, transcript=entries, truncation=truncation)
+
+
+# --- search and passages ----------------------------------------------------------------------
+
+def chunk_result(row: dict[str, Any]) -> m.ChunkEvidenceResult:
+    return m.ChunkEvidenceResult(**row)
+
+
+def search(conn: psycopg.Connection, what: str, query: str, k: int, channel: str, vector: Any) -> m.Envelope:
+    """One channel, nominated by its index, confirmed against the authority."""
+    at = now()
+    nominate = read_queries.search_claims if what == "claims" else read_queries.search_chunks
+    ids = nominate(conn, channel, query, vector, k)
+    if what == "claims":
+        confirmed = read_queries.confirm_claims(conn, ids)
+        fields = {"evidence": tuple(evidence_result(c) for c in confirmed)}
+    else:
+        confirmed = read_queries.confirm_chunks(conn, ids)
+        fields = {"chunks": tuple(chunk_result(c) for c in confirmed)}
+    negative = None if confirmed else m.Negative(kind="known_empty", explanation=f"no {what} match {query!r}")
+    return _envelope("evidence", at, negative=negative, dropped_by_hydration=len(ids) - len(confirmed), **fields)
+
+
+def adjacent(conn: psycopg.Connection, chunk_id: str, window: int) -> m.Envelope:
+    at = now()
+    rows = read_queries.adjacent_chunks(conn, chunk_id, window)
+    if rows is None:
+        return _envelope("evidence", at, negative=m.Negative(kind="unknown_entity", explanation=f"no chunk {chunk_id}"))
+    negative = None if rows else m.Negative(kind="known_empty", explanation="the chunk's document is deleted")
+    return _envelope("evidence", at, chunks=tuple(chunk_result(r) for r in rows), negative=negative)
+
+
+def _fuse(*ranked: list[str]) -> list[tuple[str, float, dict[str, float]]]:
+    """Reciprocal rank fusion (k = 60): each channel adds 1 / (60 + rank)."""
+    scores: dict[str, dict[str, float]] = {}
+    for i, ids in enumerate(ranked):
+        for rank, item in enumerate(ids, start=1):
+            scores.setdefault(item, {})[f"channel_{i}"] = 1.0 / (RRF_K + rank)
+    return sorted(((item, sum(s.values()), s) for item, s in scores.items()), key=lambda t: (-t[1], t[0]))
+
+
+def claims_and_sources_context(conn: psycopg.Connection, query: str, *, k: int = 50, candidate_k: int = 200,
+                               vector: Any = None) -> m.Envelope:
+    at = now()
+    fused_claims = _fuse(read_queries.search_claims(conn, "semantic", query, vector, candidate_k),
+                         read_queries.search_claims(conn, "bm25", query, vector, candidate_k))
+    fused_chunks = _fuse(read_queries.search_chunks(conn, "semantic", query, vector, candidate_k),
+                         read_queries.search_chunks(conn, "bm25", query, vector, candidate_k))
+    claims = read_queries.confirm_claims(conn, [c for c, _, _ in fused_claims])
+    chunks = read_queries.confirm_chunks(conn, [c for c, _, _ in fused_chunks])
+    dropped = len(fused_claims) - len(claims) + len(fused_chunks) - len(chunks)
+    grouped = _group_claims(claims)
+    truncated = len(grouped) > k or len(chunks) > k
+    evidence = tuple(grouped[:k])
+    negative = None if evidence or chunks else m.Negative(kind="known_empty", explanation=f"nothing matches {query!r}")
+    return _envelope("evidence", at, evidence=evidence, chunks=tuple(chunk_result(c) for c in chunks[:k]),
+                     dropped_by_hydration=dropped, negative=negative,
+                     truncation=m.Truncation(truncated=truncated, returned=len(evidence),
+                                             estimated_total=len(grouped)))
+
+
+def _group_claims(claims: list[dict[str, Any]]) -> list[m.EvidenceResult]:
+    """Claims that agree in normalized text, said-on time, world time and attribution are one,
+    with `corroboration_count` = distinct documents that stated it."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for c in claims:
+        key = (" ".join(c["claim_text"].lower().split()), c["asserted_at"], c["claim_valid_from"],
+               c["claim_valid_until"], c["claim_valid_precision"], c["is_attributed"])
+        groups.setdefault(key, []).append(c)
+    out = []
+    for members in groups.values():
+        first = members[0]
+        out.append(m.EvidenceResult(**first, corroboration_count=len({str(x["doc_id"]) for x in members}),
+                                    grouped_claim_ids=tuple(x["claim_id"] for x in members[1:])))
+    return out
+
+
+def list_documents(conn: psycopg.Connection, limit: int, cursor: str | None, status: str | None) -> m.DocumentPage:
+    rows = read_queries.documents_page(conn, limit, cursor, status)
+    page = rows[:limit]
+    docs = tuple(m.DocumentSummary(
+        doc_id=r[0], title=r[1], source_kind=r[2], source_uri=r[3], first_seen_at=r[4], serving=r[7] == "ready",
+        latest=m.DocumentVersionSummary(version_id=r[5], version_no=r[6], status=r[7], ingested_at=r[8], error=r[9]))
+        for r in page)
+    return m.DocumentPage(documents=docs, cursor=str(page[-1][0]) if len(rows) > limit else None)

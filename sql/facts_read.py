@@ -77,6 +77,20 @@ def _validity(row: tuple) -> dict[str, Any]:
             "invalidated_at": row[8]}
 
 
+def result_from_row(row: tuple, time: TimeQuery | None, now: datetime) -> FactResult | None:
+    """A fact row (`_COLUMNS`) as a result, or None when its window rules it out of `time`
+    (`time` None: every fact, matched as `history` would)."""
+    window = Window(row[4], row[5], row[6], row[11])
+    t = time or TimeQuery("history")
+    match = windows.temporal_match(window, t.mode, now=now, at=t.at, start=t.start, end=t.end)
+    if match is None:
+        if time is not None:
+            return None
+        match = "confirmed" if window.complete else "possible"
+    return FactResult(fact_id=row[0], kind=row[1], label=row[2], evidence_count=row[3], validity=_validity(row),
+                      temporal_match=match, support=row[10], contradiction_group=row[9])
+
+
 def find_entities(conn: psycopg.Connection, name: str) -> list[tuple[str, str, str]]:
     """(entity_id, canonical_name, tier) for a name: exact alias (T0), else similar spelling (T1),
     else similar sound (T2). Never picks among several: every candidate comes back."""
@@ -119,18 +133,10 @@ def facts(conn: psycopg.Connection, *, entity_ids: list[str] | None = None, text
         f"SELECT {_COLUMNS} FROM facts f WHERE {' AND '.join(where)}"
         " ORDER BY f.evidence_count DESC, f.valid_from DESC NULLS LAST, f.label, f.fact_id LIMIT %(limit)s",
         params).fetchall()
-    found: list[FactResult] = []
-    for row in rows:
-        match = windows.temporal_match(Window(row[4], row[5], row[6], row[11]), time.mode, now=now, at=time.at,
-                                       start=time.start, end=time.end)
-        if match is None:
-            continue
-        found.append(FactResult(fact_id=row[0], kind=row[1], label=row[2], evidence_count=row[3],
-                                validity=_validity(row), temporal_match=match, support=row[10],
-                                contradiction_group=row[9]))
+    found = [f for f in (result_from_row(row, time, now) for row in rows) if f is not None]
     truncated = len(found) > k
     found = found[:k]
-    _attach_co_members(conn, found)
+    attach_co_members(conn, found)
     negative = None
     if not found:
         negative = {"kind": "known_empty", "explanation": "no current fact matches" +
@@ -139,7 +145,7 @@ def facts(conn: psycopg.Connection, *, entity_ids: list[str] | None = None, text
     return FactsAnswer(found, scope, negative, truncated, entity_ids or [])
 
 
-def _attach_co_members(conn: psycopg.Connection, found: list[FactResult]) -> None:
+def attach_co_members(conn: psycopg.Connection, found: list[FactResult]) -> None:
     """Every fact in a live contradiction group carries the other sides, up to 25 inline."""
     for fact in found:
         if fact.contradiction_group is None:

@@ -6,6 +6,8 @@ from typing import Any
 
 import psycopg
 
+from sql.ingest import child_id
+
 _CLAIM_COLUMNS = (
     "c.claim_id, c.doc_id, c.chunk_id, c.claim_text, c.source_span, c.char_start, c.char_end, c.is_attributed,"
     " c.is_current_testimony, c.evidence_spans, c.asserted_at, c.claim_valid_from, c.claim_valid_until,"
@@ -66,3 +68,131 @@ def context_hits(conn: psycopg.Connection, candidates: list[str], context: list[
         " AND f.invalidated_at IS NULL AND (f.valid_until IS NULL OR f.valid_until > now())"
         " AND ((f.subject_id = c AND f.object_id = ANY(%s::uuid[])) OR (f.object_id = c AND f.subject_id = ANY(%s::uuid[])))"
         " GROUP BY 1", (candidates, context, context)).fetchall())
+
+
+_FACT_COLUMNS = ("f.fact_id::text, f.kind, f.label, f.evidence_count, f.valid_from, f.valid_until, f.valid_precision,"
+                 " f.ingested_at, f.invalidated_at, f.contradiction_group::text, f.support, f.window_source")
+
+
+def lookup_relations(conn: psycopg.Connection, *, subject: str | None, predicate: str | None, obj: str | None,
+                     at: Any, k: int) -> list[tuple]:
+    """Live relations whose window covers `at` (an unknown bound is open on that side), strongest
+    evidence first; k + 1 rows so the caller knows whether more exist."""
+    return conn.execute(
+        f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.kind = 'relation' AND f.invalidated_at IS NULL"
+        " AND (%(s)s::uuid IS NULL OR f.subject_id = %(s)s::uuid) AND (%(p)s::text IS NULL OR f.predicate = %(p)s)"
+        " AND (%(o)s::uuid IS NULL OR f.object_id = %(o)s::uuid)"
+        " AND (f.valid_from IS NULL OR f.valid_from <= %(at)s) AND (f.valid_until IS NULL OR f.valid_until > %(at)s)"
+        " ORDER BY f.evidence_count DESC, f.ingested_at DESC, f.fact_id LIMIT %(k)s",
+        {"s": subject, "p": predicate, "o": obj, "at": at, "k": k + 1}).fetchall()
+
+
+def lookup_observations(conn: psycopg.Connection, entity_id: str, at: Any, k: int,
+                        vector: Any = None) -> list[tuple]:
+    order = "f.embedding <=> %(v)s, f.fact_id" if vector is not None else \
+        "f.evidence_count DESC, f.ingested_at DESC, f.fact_id"
+    return conn.execute(
+        f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.kind = 'observation' AND f.invalidated_at IS NULL"
+        " AND f.subject_id = %(e)s AND (f.valid_from IS NULL OR f.valid_from <= %(at)s)"
+        " AND (f.valid_until IS NULL OR f.valid_until > %(at)s)"
+        + (" AND f.embedding IS NOT NULL" if vector is not None else "") +
+        f" ORDER BY {order} LIMIT %(k)s", {"e": entity_id, "at": at, "k": k + 1, "v": vector}).fetchall()
+
+
+def fact_row(conn: psycopg.Connection, fact_id: str) -> tuple | None:
+    return conn.execute(f"SELECT {_FACT_COLUMNS}, f.subject_id::text, f.object_id::text FROM facts f"
+                        " WHERE f.fact_id = %s", (fact_id,)).fetchone()
+
+
+def all_evidence(conn: psycopg.Connection, fact_id: str) -> list[dict[str, Any]]:
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT {_CLAIM_COLUMNS} FROM fact_evidence e JOIN claims c USING (claim_id)"
+                    " JOIN documents d ON d.doc_id = c.doc_id WHERE e.fact_id = %s"
+                    " ORDER BY c.asserted_at NULLS LAST, c.claim_id", (fact_id,))
+        return claim_rows(cur)
+
+
+def sources(conn: psycopg.Connection, doc_ids: list[str]) -> list[tuple]:
+    return conn.execute(
+        "SELECT d.doc_id, d.title, d.source_kind, (SELECT r.object_key FROM versions v JOIN representations r"
+        " USING (version_id) WHERE v.doc_id = d.doc_id ORDER BY v.seq DESC LIMIT 1)"
+        " FROM documents d WHERE d.doc_id = ANY(%s::uuid[]) ORDER BY d.doc_id", (doc_ids,)).fetchall()
+
+
+def transcript(conn: psycopg.Connection, fact_id: str, limit: int) -> tuple[list[tuple], int]:
+    total = conn.execute("SELECT count(*) FROM fact_decisions WHERE fact_id = %s", (fact_id,)).fetchone()[0]
+    rows = conn.execute(
+        "SELECT * FROM (SELECT subject_kind, outcome, method, confidence, related_id, decided_by, decided_at,"
+        " features || jsonb_build_object('rationale', rationale, 'claim_ids', to_jsonb(claim_ids)), decision_id"
+        " FROM fact_decisions WHERE fact_id = %s ORDER BY decision_id DESC LIMIT %s) t ORDER BY decision_id",
+        (fact_id, limit)).fetchall()
+    return [r[:8] for r in rows], total
+
+
+_CHUNK_COLUMNS = ("ch.chunk_id, ch.doc_id, ch.version_id, ch.text AS chunk_text, ch.char_start,"
+                  " ch.char_end, s.role AS section_role, d.source_kind, d.title AS document_title,"
+                  " v.source_modified_at")
+
+
+def _chunks(conn: psycopg.Connection, where: str, params: dict) -> list[dict[str, Any]]:
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks ch JOIN versions v USING (version_id)"
+                    " JOIN documents d ON d.doc_id = ch.doc_id JOIN representations r ON r.version_id = ch.version_id"
+                    f" LEFT JOIN sections s ON s.section_id = ch.section_id WHERE {where}", params)
+        rows = claim_rows(cur)
+    for row in rows:  # one conversion per version: its representation is named by the version
+        row["representation_id"] = child_id(str(row["version_id"]), "representation", 0)
+    return rows
+
+
+def search_claims(conn: psycopg.Connection, channel: str, query: str, vector: Any, k: int) -> list[str]:
+    """Nominated claim ids, best first, from one channel."""
+    if channel == "bm25":
+        sql = ("SELECT claim_id::text FROM claims WHERE tsv @@ websearch_to_tsquery('english', %(q)s)"
+               " ORDER BY ts_rank_cd(tsv, websearch_to_tsquery('english', %(q)s)) DESC, claim_id LIMIT %(k)s")
+    else:
+        sql = "SELECT claim_id::text FROM claims WHERE embedding IS NOT NULL ORDER BY embedding <=> %(v)s, claim_id LIMIT %(k)s"
+    return [r[0] for r in conn.execute(sql, {"q": query, "v": vector, "k": k}).fetchall()]
+
+
+def search_chunks(conn: psycopg.Connection, channel: str, query: str, vector: Any, k: int) -> list[str]:
+    if channel == "bm25":
+        sql = ("SELECT chunk_id::text FROM chunks WHERE tsv @@ websearch_to_tsquery('english', %(q)s)"
+               " ORDER BY ts_rank_cd(tsv, websearch_to_tsquery('english', %(q)s)) DESC, chunk_id LIMIT %(k)s")
+    else:
+        sql = "SELECT chunk_id::text FROM chunks WHERE embedding IS NOT NULL ORDER BY embedding <=> %(v)s, chunk_id LIMIT %(k)s"
+    return [r[0] for r in conn.execute(sql, {"q": query, "v": vector, "k": k}).fetchall()]
+
+
+def confirm_claims(conn: psycopg.Connection, ids: list[str]) -> list[dict[str, Any]]:
+    """The nominated claims that are still current testimony of a live document, in the given order."""
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT {_CLAIM_COLUMNS} FROM claims c JOIN documents d USING (doc_id)"
+                    " WHERE c.claim_id = ANY(%s::uuid[]) AND c.is_current_testimony AND d.deleted_at IS NULL"
+                    " ORDER BY array_position(%s::uuid[], c.claim_id)", (ids, ids))
+        return claim_rows(cur)
+
+
+def confirm_chunks(conn: psycopg.Connection, ids: list[str]) -> list[dict[str, Any]]:
+    """Nominated chunks of live documents' newest finished versions, in the given order."""
+    return _chunks(conn, "ch.chunk_id = ANY(%(ids)s::uuid[]) AND d.deleted_at IS NULL AND v.status = 'ready'"
+                         " AND v.seq = (SELECT max(seq) FROM versions w WHERE w.doc_id = d.doc_id AND w.status = 'ready')"
+                         " ORDER BY array_position(%(ids)s::uuid[], ch.chunk_id)", {"ids": ids})
+
+
+def adjacent_chunks(conn: psycopg.Connection, chunk_id: str, window: int) -> list[dict[str, Any]] | None:
+    """The chunk and its neighbours within `window` in the same version; None for an unknown chunk."""
+    row = conn.execute("SELECT version_id, ord FROM chunks WHERE chunk_id = %s", (chunk_id,)).fetchone()
+    if row is None:
+        return None
+    return _chunks(conn, "ch.version_id = %(v)s AND ch.ord BETWEEN %(lo)s AND %(hi)s AND d.deleted_at IS NULL"
+                         " ORDER BY ch.ord", {"v": row[0], "lo": row[1] - window, "hi": row[1] + window})
+
+
+def documents_page(conn: psycopg.Connection, limit: int, after: str | None, status: str | None) -> list[tuple]:
+    return conn.execute(
+        "SELECT d.doc_id, d.title, d.source_kind, d.source_ref, d.created_at, v.version_id, v.seq, v.status,"
+        " v.ingested_at, v.error FROM documents d JOIN LATERAL (SELECT * FROM versions w WHERE w.doc_id = d.doc_id"
+        " ORDER BY w.seq DESC LIMIT 1) v ON true WHERE d.deleted_at IS NULL"
+        " AND (%(after)s::uuid IS NULL OR d.doc_id > %(after)s::uuid) AND (%(st)s::text IS NULL OR v.status = %(st)s)"
+        " ORDER BY d.doc_id LIMIT %(n)s", {"after": after, "st": status, "n": limit + 1}).fetchall()
