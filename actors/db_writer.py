@@ -135,3 +135,36 @@ def report_table(rows: list[dict]) -> pa.Table:
             "vectors_reused": reused, "claims": len(claims), "claims_reused": claims_reused,
             "ledger_rows": len(r["ledger"] or []) if active else 0, **{f"s_{s}": r[f"s_{s}"] for s in records.STAGES}})
     return pa.Table.from_pylist(out, schema=REPORT_SCHEMA)
+
+
+class LoadQueued:
+    """Rows for versions `POST /ingest` queued: the document, its bytes from the object store, and
+    what the previous version lets the new one reuse. Takes the place of read + ingest."""
+
+    def __init__(self, dsn: str, object_store: str) -> None:
+        self._conn = psycopg.connect(dsn, autocommit=True)
+        register_vector(self._conn)
+        self._store = ObjectStore(object_store)
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        started = time.perf_counter()
+        rows = []
+        for version_id in batch.column("version_id").to_pylist():
+            found = ingest_sql.queued_row(self._conn, version_id)
+            if found is None:
+                continue
+            row = records.new_row(
+                item=found["source_ref"], source_kind=found["source_kind"], source_ref=found["source_ref"],
+                filename=found["filename"], title=found["title"], mime=found["mime"],
+                versioning_mode=found["versioning_mode"], source_modified_at=found["source_modified_at"],
+                source_version_ref=found["source_version_ref"], size_bytes=found["size_bytes"],
+                outcome=records.PROCESS, doc_id=found["doc_id"], version_id=version_id,
+                content_hash=found["content_hash"], created=True, prior_vectors=found["prior_vectors"],
+                prior_claims=found["prior_claims"])
+            try:
+                row["content"] = self._store.get(found["object_key"])
+            except OSError as err:
+                records.fail(row, "read", f"stored bytes unreadable: {err}")
+            rows.append(row)
+        records.share_seconds(rows, "read", time.perf_counter() - started)
+        return records.to_table(rows)

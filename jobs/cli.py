@@ -1,4 +1,4 @@
-"""The `corpusmem` command: import, status, claims, why-not, facts, delete, demo, bench."""
+"""The `corpusmem` command: import, status, claims, why-not, facts, delete, serve, demo, bench."""
 
 from __future__ import annotations
 
@@ -53,6 +53,12 @@ def _delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from jobs import serve_cmd
+
+    return serve_cmd.main(runtime.settings(), args)
+
+
 def _demo(args: argparse.Namespace) -> int:
     from jobs import demo
 
@@ -98,6 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("delete", help="delete a document (every version); facts only it supported are retracted")
     p.add_argument("doc", metavar="DOC", help="doc_id, source_ref (or its file name) or title")
     p.set_defaults(func=_delete)
+
+    p = sub.add_parser("serve", help="serve the read API over HTTP with Ray Serve")
+    from jobs import serve_cmd
+
+    serve_cmd.add_arguments(p)
+    p.set_defaults(func=_serve)
 
     p = sub.add_parser("demo", help="import the example corpus and show what the memory holds")
     p.set_defaults(func=_demo)

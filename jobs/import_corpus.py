@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from tqdm import tqdm
 
-from actors.db_writer import Ingest, Write
+from actors.db_writer import Ingest, LoadQueued, Write
 from actors.extractor import BACKENDS, Extract, ExtractorConfig, ExtractorUnavailable, build_extractor
 from actors.embedder import Embed, ModelNotFound, embedding_dim, load_model, resolve_model
 from jobs import facts, runtime
@@ -62,6 +62,8 @@ class ImportOptions:
     extractor: ExtractorConfig = ExtractorConfig()
     quiet: bool = False
     progress: bool = True
+    # versions `POST /ingest` queued, processed in place of reading and ingesting `paths`
+    queued: tuple[str, ...] = ()
 
 
 @dataclass
@@ -194,7 +196,7 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
         run_started_at = conn.execute("SELECT started_at FROM import_runs WHERE run_id = %s", (run_id,)).fetchone()[0]
     report = RunReport(run_id)
 
-    items = _source_items(options)
+    items = [{"version_id": v} for v in options.queued] if options.queued else _source_items(options)
     use_gpu = resources.get("GPU", 0) >= 1
     threads = max(1, int(resources.get("CPU", 1)) // max(options.workers, 1))
     pool = ray.data.ActorPoolStrategy(size=options.workers)
@@ -202,13 +204,19 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
     target = settings.chunk_target_chars
     store_uri = settings.object_store_uri
 
-    ds = _items_dataset(items)
-    ds = ds.map_batches(stages.read, fn_kwargs={"options": options.source}, batch_size=b,
-                        batch_format="pyarrow", num_cpus=_TASK_CPUS)
-    ds = ds.map_batches(Ingest, fn_constructor_kwargs={"dsn": authority.dsn, "object_store": store_uri,
-                                                        "run_id": run_id, "routable": tuple(ROUTES)},
-                        compute=ray.data.ActorPoolStrategy(size=1), batch_size=b,
-                        batch_format="pyarrow", num_cpus=_DB_ACTOR_CPUS)
+    if options.queued:
+        ds = ray.data.from_arrow(pa.table({"version_id": list(options.queued)}))
+        ds = ds.map_batches(LoadQueued, fn_constructor_kwargs={"dsn": authority.dsn, "object_store": store_uri},
+                            compute=ray.data.ActorPoolStrategy(size=1), batch_size=b,
+                            batch_format="pyarrow", num_cpus=_DB_ACTOR_CPUS)
+    else:
+        ds = _items_dataset(items)
+        ds = ds.map_batches(stages.read, fn_kwargs={"options": options.source}, batch_size=b,
+                            batch_format="pyarrow", num_cpus=_TASK_CPUS)
+        ds = ds.map_batches(Ingest, fn_constructor_kwargs={"dsn": authority.dsn, "object_store": store_uri,
+                                                            "run_id": run_id, "routable": tuple(ROUTES)},
+                            compute=ray.data.ActorPoolStrategy(size=1), batch_size=b,
+                            batch_format="pyarrow", num_cpus=_DB_ACTOR_CPUS)
     ds = ds.map_batches(stages.convert, batch_size=b, batch_format="pyarrow", num_cpus=_TASK_CPUS)
     ds = ds.map_batches(stages.structure, fn_kwargs={"target_chars": target}, batch_size=b,
                         batch_format="pyarrow", num_cpus=_TASK_CPUS)

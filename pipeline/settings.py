@@ -55,6 +55,14 @@ SETTINGS: tuple[Setting, ...] = (
             "`vllm`: a local model folder; `openai`: the served model's name."),
     Setting("CORPUSMEM_LLM_BASE_URL", "llm_base_url", None,
             "`openai`: the endpoint, e.g. `http://127.0.0.1:8001/v1` for `vllm serve`."),
+    Setting("CORPUSMEM_SERVE_REPLICAS", "serve_replicas", "1",
+            "Replicas of the read API's ingress deployment (`corpusmem serve`)."),
+    Setting("CORPUSMEM_POOL_GENERAL", "pool_general", "4",
+            "PostgreSQL connections per API replica for documents, hydration and transcripts."),
+    Setting("CORPUSMEM_POOL_RETRIEVAL", "pool_retrieval", "4",
+            "Connections per replica for operations, lookups and search: at most this many run at once."),
+    Setting("CORPUSMEM_POOL_GRAPH", "pool_graph", "2",
+            "Connections per replica for graph routes: at most this many run at once."),
 )
 
 
@@ -75,6 +83,10 @@ class Settings(BaseModel):
     extractor: str = Field(pattern="^(rules|vllm|openai)$", description="CORPUSMEM_EXTRACTOR")
     llm_model: str | None = Field(default=None, description="CORPUSMEM_LLM_MODEL")
     llm_base_url: str | None = Field(default=None, description="CORPUSMEM_LLM_BASE_URL")
+    serve_replicas: int = Field(ge=1, le=256, description="CORPUSMEM_SERVE_REPLICAS")
+    pool_general: int = Field(ge=1, le=256, description="CORPUSMEM_POOL_GENERAL")
+    pool_retrieval: int = Field(ge=1, le=256, description="CORPUSMEM_POOL_RETRIEVAL")
+    pool_graph: int = Field(ge=1, le=256, description="CORPUSMEM_POOL_GRAPH")
 
     @property
     def object_store_uri(self) -> str:

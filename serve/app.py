@@ -25,9 +25,13 @@ from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 from pydantic import BaseModel, ConfigDict, Field
 
+from starlette.concurrency import run_in_threadpool
+
+from actors.object_store import ObjectStore
 from serve import models as m
-from serve import operations, reads
-from sql import facts_read, reconcile
+from serve import graph, operations, reads
+from serve.ingest import ingest as ingest_version
+from sql import facts_read, reconcile, store
 
 Channel = Literal["semantic", "bm25"]
 OPERATION_NAMES = ("resolve_entity", "claims_and_sources_context", "facts_context", "combined_context")
@@ -56,6 +60,8 @@ class DeploymentInfo:
     deployment_id: str
     build_revision: str
     embedding_model: str
+    object_store: str = ""
+    max_ingest_bytes: int = 64 * 1024 * 1024
 
 
 class TimeArg(BaseModel):
@@ -71,6 +77,36 @@ class TimeArg(BaseModel):
             return facts_read.TimeQuery(self.mode, at=self.at, start=self.from_, end=self.to)
         except facts_read.BadTimeQuery as err:
             raise HTTPException(422, {"code": "invalid_parameter", "message": str(err)}) from err
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NeighborhoodRequest(_Body):
+    entity_id: UUID
+    hops: int = Field(default=2, ge=1, le=4)
+    predicates: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(default=None, max_length=100)
+    valid_at: datetime | None = None
+    believed_at: datetime | None = None
+    limit: int = Field(default=500, ge=1, le=500)
+    continuation: str | None = Field(default=None, max_length=200)
+    include_paths: bool = False
+
+
+class PathRequest(_Body):
+    from_entity_id: UUID
+    to_entity_id: UUID
+    max_hops: int = Field(default=4, ge=1, le=6)
+    predicates: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(default=None, max_length=100)
+    valid_at: datetime | None = None
+    believed_at: datetime | None = None
+
+
+class CitationPathRequest(_Body):
+    from_doc_id: UUID
+    to_doc_id: UUID
+    max_hops: int = Field(default=6, ge=1, le=6)
 
 
 def build_app(pools: Pools, deployment: DeploymentInfo, embed: Callable[[str], Any]) -> FastAPI:
@@ -180,6 +216,76 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Callable[[str], A
     def adjacent_chunks(chunk_id: UUID, window: Annotated[int, Query(ge=1, le=2)] = 1) -> dict[str, Any]:
         with conn("retrieval") as c:
             return envelope(reads.adjacent(c, str(chunk_id), window))
+
+    @app.post("/readiness", response_model=m.PipelineReadinessReport)
+    def readiness(request: m.ReadinessRequest) -> m.PipelineReadinessReport:
+        with conn() as c:
+            return reads.readiness(c, request, deployment, deployment.build_revision,
+                                   [index for _, _, index in store.VECTOR_COLUMNS])
+
+    @app.post("/ingest", response_model=m.IngestedVersion)
+    async def ingest(request: Request, filename: Annotated[str, Query(min_length=1)],
+                     mime: Annotated[str, Query(min_length=1)],
+                     versioning_mode: Literal["snapshot", "living"] = "snapshot", title: str | None = None,
+                     source_kind: Annotated[str | None, Query(min_length=1)] = None,
+                     source_ref: Annotated[str | None, Query(min_length=1)] = None,
+                     source_modified_at: datetime | None = None, source_version_ref: str | None = None
+                     ) -> m.IngestedVersion:
+        if (source_kind is None) != (source_ref is None):
+            raise HTTPException(422, "source_kind and source_ref go together")
+        if source_kind is None and (versioning_mode == "living" or source_modified_at or source_version_ref):
+            raise HTTPException(422, "versioning_mode living, source_modified_at and source_version_ref need "
+                                     "source_kind and source_ref")
+        if source_modified_at is not None and (source_modified_at.utcoffset() is None
+                                               or source_modified_at.utcoffset().total_seconds() != 0):
+            raise HTTPException(422, "source_modified_at must be UTC (Z or +00:00)")
+        declared = request.headers.get("content-length")
+        if declared is not None and int(declared) > deployment.max_ingest_bytes:
+            raise HTTPException(413, "body_too_large")
+        body = await request.body()
+        if len(body) > deployment.max_ingest_bytes:
+            raise HTTPException(413, "body_too_large")
+        if not body:
+            raise HTTPException(422, "empty_body")
+        objects = ObjectStore(deployment.object_store)
+
+        def write() -> m.IngestedVersion:
+            with conn() as c:
+                return ingest_version(c, objects, deployment.deployment_id, body, filename=filename, mime=mime,
+                                      title=title, source_kind=source_kind, source_ref=source_ref,
+                                      source_modified_at=source_modified_at, versioning_mode=versioning_mode,
+                                      source_version_ref=source_version_ref)
+        return await run_in_threadpool(write)
+
+    def both_clocks(valid_at: datetime | None, believed_at: datetime | None) -> None:
+        if (valid_at is None) != (believed_at is None):
+            raise HTTPException(422, "valid_at and believed_at must be given together or not at all")
+        for name, value in (("valid_at", valid_at), ("believed_at", believed_at)):
+            if value is not None and (value.utcoffset() is None or value.utcoffset().total_seconds() != 0):
+                raise HTTPException(422, f"{name} must be UTC (Z or +00:00)")
+
+    @app.post("/graph/neighborhood")
+    def graph_neighborhood(body: NeighborhoodRequest) -> dict[str, Any]:
+        both_clocks(body.valid_at, body.believed_at)
+        with conn("graph") as c:
+            return envelope(graph.neighborhood(c, entity_id=str(body.entity_id), hops=body.hops,
+                                               predicates=body.predicates or [], valid_at=body.valid_at,
+                                               believed_at=body.believed_at, limit=body.limit,
+                                               include_paths=body.include_paths))
+
+    @app.post("/graph/path")
+    def graph_path(body: PathRequest) -> dict[str, Any]:
+        both_clocks(body.valid_at, body.believed_at)
+        with conn("graph") as c:
+            return envelope(graph.path(c, start=str(body.from_entity_id), end=str(body.to_entity_id),
+                                       max_hops=body.max_hops, predicates=body.predicates or [],
+                                       valid_at=body.valid_at, believed_at=body.believed_at))
+
+    @app.post("/graph/citation-path")
+    def graph_citation_path(body: CitationPathRequest) -> dict[str, Any]:
+        with conn("graph") as c:
+            return envelope(graph.citation_path(c, start=str(body.from_doc_id), end=str(body.to_doc_id),
+                                                max_hops=body.max_hops))
 
     @app.get("/documents", response_model=m.DocumentPage)
     def list_documents(limit: Annotated[int, Query(ge=1, le=200)] = 50, cursor: UUID | None = None,

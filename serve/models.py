@@ -202,6 +202,33 @@ class TranscriptEntry(_Model):
     features: dict[str, Any] | None
 
 
+class GraphNode(_Model):
+    entity_id: UUID
+    name: str
+    hops: int = Field(ge=0)
+
+
+class GraphEdge(_Model):
+    relation_id: UUID
+    subject_id: UUID
+    object_id: UUID
+    predicate: str
+    fact: str | None
+    evidence_count: int
+    valid_from: UTC | None
+    valid_until: UTC | None
+    valid_precision: Precision = "unknown"
+    ingested_at: UTC
+    invalidated_at: UTC | None
+    support: Literal["current", "withdrawn"] = "current"
+
+
+class GraphPath(_Model):
+    length: int = Field(ge=1)
+    nodes: tuple[GraphNode, ...] = Field(min_length=2)
+    edges: tuple[GraphEdge, ...] = Field(min_length=1)
+
+
 class RankedItem(_Model):
     item_id: UUID
     score: float
@@ -235,6 +262,9 @@ class Envelope(_Model):
     chunks: tuple[ChunkEvidenceResult, ...] = ()
     sources: tuple[SourceRecord, ...] = ()
     transcript: tuple[TranscriptEntry, ...] = ()
+    nodes: tuple[GraphNode, ...] = ()
+    paths: tuple[GraphPath, ...] = ()
+    edges: tuple[GraphEdge, ...] = ()
     ranking: tuple[RankedItem, ...] = ()
     truncation: Truncation | None = None
     negative: Negative | None = None
@@ -296,3 +326,60 @@ class DocumentDeletion(_Model):
     claims_retired: int = Field(ge=0)
     relations_closed: int = Field(ge=0)
     observations_closed: int = Field(ge=0)
+
+
+class PipelineStageReadiness(_Model):
+    stage: str
+    component_version: str
+    status: Literal["missing", "pending", "running", "succeeded", "failed", "dead_letter", "skipped"]
+    finished_at: UTC | None = None
+    defer_reason: Literal["scheduled", "retry_backoff", "budget", "no_route"] | None = None
+
+
+class VersionPipelineReadiness(_Model):
+    version_id: UUID
+    ready: bool
+    stages: tuple[PipelineStageReadiness, ...]
+
+
+class CapabilityReadiness(_Model):
+    required: bool
+    ready: bool
+    checked_at: UTC
+    reason: str
+    version: str | None = None
+    built_at: UTC | None = None
+    published_at: UTC | None = None
+
+
+class PipelineReadinessReport(_Model):
+    ready: bool
+    versions: tuple[VersionPipelineReadiness, ...]
+    capabilities: dict[Literal["pipeline", "p1", "live_graph", "p3"], CapabilityReadiness]
+    document_binding_generation: str | None = None
+    model_bindings: dict[str, str] = {}
+    build_revision: str = ""
+
+
+class ReadinessRequirements(_Model):
+    pipeline: bool
+    p1: bool
+    live_graph: bool
+    p3: bool
+
+
+class ReadinessRequest(_Model):
+    version_ids: list[UUID] = Field(min_length=1, max_length=1000)
+    require: ReadinessRequirements
+
+
+class IngestedVersion(_Model):
+    deployment_id: UUID
+    doc_id: UUID
+    version_id: UUID
+    content_hash: str
+    created: bool
+    mime: str | None = None
+    title: str | None = None
+    versioning_mode: Literal["snapshot", "living"] | None = None
+    parked: Literal["no_route"] | None = None

@@ -262,3 +262,37 @@ def list_documents(conn: psycopg.Connection, limit: int, cursor: str | None, sta
         latest=m.DocumentVersionSummary(version_id=r[5], version_no=r[6], status=r[7], ingested_at=r[8], error=r[9]))
         for r in page)
     return m.DocumentPage(documents=docs, cursor=str(page[-1][0]) if len(rows) > limit else None)
+
+
+def readiness(conn: psycopg.Connection, request: m.ReadinessRequest, info: Any, component: str,
+              vector_indexes: list[str]) -> m.PipelineReadinessReport:
+    """Per version and stage, and per capability; reads only, never waits or starts work."""
+    at = now()
+    ids = list(dict.fromkeys(str(v) for v in request.version_ids))
+    statuses = read_queries.stage_statuses(conn, ids)
+    versions = []
+    for version_id in ids:
+        stages = []
+        for stage in read_queries.READINESS_STAGES:
+            status, finished, defer = statuses.get(version_id, {}).get(stage, ("missing", None, None))
+            stages.append(m.PipelineStageReadiness(stage=stage, component_version=component, status=status,
+                                                   finished_at=finished,
+                                                   defer_reason=defer if status in ("pending", "failed") else None))
+        done = all(s.status in ("succeeded", "skipped") and s.finished_at is not None for s in stages)
+        versions.append(m.VersionPipelineReadiness(version_id=UUID(version_id), ready=done, stages=tuple(stages)))
+    pipeline_ready = all(v.ready for v in versions)
+    p1_ready = read_queries.search_indexes_built(conn, vector_indexes)
+    req = request.require
+    caps = {
+        "pipeline": m.CapabilityReadiness(required=req.pipeline, ready=pipeline_ready, checked_at=at,
+                                          reason="ready" if pipeline_ready else "stage_incomplete"),
+        "p1": m.CapabilityReadiness(required=req.p1, ready=p1_ready, checked_at=at,
+                                    reason="ready" if p1_ready else "search_channel_incomplete"),
+        # the live graph is the facts tables themselves: ready whenever PostgreSQL answers
+        "live_graph": m.CapabilityReadiness(required=req.live_graph, ready=True, checked_at=at, reason="ready"),
+        "p3": m.CapabilityReadiness(required=req.p3, ready=False, checked_at=at, reason="corpus_snapshot_incomplete"),
+    }
+    ready = all(c.ready for c in caps.values() if c.required)
+    return m.PipelineReadinessReport(ready=ready, versions=tuple(versions), capabilities=caps,
+                                     model_bindings={"embedding": info.embedding_model},
+                                     build_revision=info.build_revision)

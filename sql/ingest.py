@@ -165,3 +165,30 @@ def _prior_vectors(conn: psycopg.Connection, doc_id: str, version_id: str) -> li
     for text_hash, values in rows:
         seen.setdefault(text_hash, np.asarray(values, dtype=np.float32).tobytes())
     return sorted(seen.items())
+
+
+def queued_versions(conn: psycopg.Connection, limit: int) -> list[str]:
+    """Versions recorded by `POST /ingest` that no stage has run yet, oldest first."""
+    return [str(r[0]) for r in conn.execute(
+        "SELECT v.version_id FROM versions v JOIN documents d USING (doc_id) JOIN stage_work w"
+        " ON w.version_id = v.version_id AND w.stage = 'convert' AND w.status = 'pending'"
+        " WHERE v.status = 'converting' AND v.parked_reason IS NULL AND d.deleted_at IS NULL"
+        " ORDER BY v.ingested_at, v.version_id LIMIT %s", (limit,)).fetchall()]
+
+
+def queued_row(conn: psycopg.Connection, version_id: str) -> dict | None:
+    """What the pipeline needs to process a queued version: its document, bytes' key, and the
+    previous version's vectors and claims to reuse."""
+    row = conn.execute(
+        "SELECT d.doc_id::text, d.source_kind, d.source_ref, d.filename, d.title, d.versioning_mode, v.mime,"
+        " v.source_modified_at, v.source_version_ref, v.content_hash, o.object_key, o.size_bytes"
+        " FROM versions v JOIN documents d USING (doc_id) JOIN content_objects o USING (content_hash)"
+        " WHERE v.version_id = %s", (version_id,)).fetchone()
+    if row is None:
+        return None
+    keys = ("doc_id", "source_kind", "source_ref", "filename", "title", "versioning_mode", "mime",
+            "source_modified_at", "source_version_ref", "content_hash", "object_key", "size_bytes")
+    found = dict(zip(keys, row))
+    found["prior_vectors"] = [{"text_hash": h, "embedding": e} for h, e in _prior_vectors(conn, found["doc_id"], version_id)]
+    found["prior_claims"] = prior_claims(conn, found["doc_id"], version_id)
+    return found

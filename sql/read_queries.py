@@ -196,3 +196,52 @@ def documents_page(conn: psycopg.Connection, limit: int, after: str | None, stat
         " ORDER BY w.seq DESC LIMIT 1) v ON true WHERE d.deleted_at IS NULL"
         " AND (%(after)s::uuid IS NULL OR d.doc_id > %(after)s::uuid) AND (%(st)s::text IS NULL OR v.status = %(st)s)"
         " ORDER BY d.doc_id LIMIT %(n)s", {"after": after, "st": status, "n": limit + 1}).fetchall()
+
+
+# The seed's stage order for readiness.
+READINESS_STAGES = ("convert", "structure", "chunk", "embed_chunk", "extract_claims", "ground_claims",
+                    "normalize_relations", "adjudicate_observations", "adjudicate_supersession", "embed_claim",
+                    "reconcile", "label_relation")
+
+
+def stage_statuses(conn: psycopg.Connection, version_ids: list[str]) -> dict[str, dict[str, tuple]]:
+    """{version_id: {stage: (status, finished_at, defer_reason)}} for the versions that exist."""
+    out: dict[str, dict[str, tuple]] = {}
+    for version_id, stage, status, finished, defer in conn.execute(
+            "SELECT version_id::text, stage, status, finished_at, defer_reason FROM stage_work"
+            " WHERE version_id = ANY(%s::uuid[])", (version_ids,)).fetchall():
+        out.setdefault(version_id, {})[stage] = (status, finished, defer)
+    return out
+
+
+def search_indexes_built(conn: psycopg.Connection, indexes: list[str]) -> bool:
+    return all(conn.execute("SELECT to_regclass(%s) IS NOT NULL", (i,)).fetchone()[0] for i in indexes)
+
+
+_EDGE_COLUMNS = ("f.fact_id, f.subject_id, f.object_id, f.predicate, f.label, f.evidence_count, f.valid_from,"
+                 " f.valid_until, f.valid_precision, f.ingested_at, f.invalidated_at, f.support")
+
+
+def graph_edges(conn: psycopg.Connection, frontier: list[str], *, valid_at: Any, believed_at: Any | None,
+                predicates: list[str], limit: int) -> list[tuple]:
+    """Relations touching `frontier`, true at `valid_at` (unknown bounds open) and believed at
+    `believed_at` (now: not invalidated), withdrawn ones excluded; at most `limit`."""
+    belief = ("f.ingested_at <= %(b)s AND (f.invalidated_at IS NULL OR f.invalidated_at > %(b)s)"
+              if believed_at is not None else "f.invalidated_at IS NULL")
+    return conn.execute(
+        f"SELECT {_EDGE_COLUMNS} FROM facts f WHERE f.kind = 'relation' AND {belief} AND f.support = 'current'"
+        " AND (f.subject_id = ANY(%(f)s::uuid[]) OR f.object_id = ANY(%(f)s::uuid[]))"
+        " AND (cardinality(%(p)s::text[]) = 0 OR f.predicate = ANY(%(p)s::text[]))"
+        " AND (f.valid_from IS NULL OR f.valid_from <= %(v)s) AND (f.valid_until IS NULL OR f.valid_until > %(v)s)"
+        " ORDER BY f.evidence_count DESC, f.fact_id LIMIT %(n)s",
+        {"f": frontier, "p": predicates, "v": valid_at, "b": believed_at, "n": limit}).fetchall()
+
+
+def entity_names(conn: psycopg.Connection, ids: list[str]) -> dict[str, str]:
+    return dict(conn.execute("SELECT entity_id::text, canonical_name FROM entities WHERE entity_id = ANY(%s::uuid[])",
+                             (ids,)).fetchall())
+
+
+def live_documents(conn: psycopg.Connection, ids: list[str]) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT doc_id::text FROM documents WHERE doc_id = ANY(%s::uuid[])"
+                                       " AND deleted_at IS NULL", (ids,)).fetchall()}

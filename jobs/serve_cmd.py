@@ -1,0 +1,65 @@
+"""`corpusmem serve`: the read API on Ray Serve, over the embedded PostgreSQL or CORPUSMEM_DSN."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+
+from jobs import runtime
+from pipeline.settings import Settings
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000, the remember client's default)")
+
+
+def start(settings: Settings, host: str, port: int) -> str:
+    """Start the application; return its base URL. Ray stays up until the process ends."""
+    from ray import serve
+
+    from actors.embedder import embedding_dim, load_model, resolve_model
+    from serve.app import DeploymentInfo
+    from serve.deployment import APP_NAME, application
+    from sql import store
+
+    runtime.init_ray(quiet=True)
+    model = resolve_model(settings.embedding_model)
+    authority = store.open_store(settings, embedding_model=model.name,
+                                 embedding_dim=embedding_dim(load_model(model, "cpu")),
+                                 build_revision=runtime.build_revision())
+    info = DeploymentInfo(authority.deployment.deployment_id, authority.deployment.build_revision, model.name,
+                          settings.object_store_uri, settings.max_file_bytes)
+    serve.start(http_options={"host": host, "port": port})
+    serve.run(application(dsn=authority.dsn, info=info, model_path=model.path, model_name=model.name,
+                          device=settings.embedding_device, replicas=settings.serve_replicas,
+                          pools={"general": settings.pool_general, "retrieval": settings.pool_retrieval,
+                                 "graph": settings.pool_graph}),
+              name=APP_NAME, route_prefix="/")
+    return f"http://{host}:{port}"
+
+
+def main(settings: Settings, args: argparse.Namespace) -> int:
+    url = start(settings, args.host, args.port)
+    print(f"corpusmem read API at {url} (OpenAPI at {url}/openapi.json); Ctrl-C stops it", flush=True)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    from jobs import process
+
+    processor = threading.Thread(target=process.drain, args=(settings, stop), name="processor", daemon=True)
+    processor.start()
+    stop.wait()
+    processor.join(timeout=60)
+    from ray import serve
+
+    serve.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="python -m jobs.serve_cmd")
+    add_arguments(parser)
+    sys.exit(main(runtime.settings(), parser.parse_args()))

@@ -1,0 +1,124 @@
+"""Graph routes over the live fact tables: neighbourhood, path, citation path.
+
+Breadth-first over relations, one SQL round per hop, bounded by `limit` edges; both clocks
+(`valid_at`, `believed_at`) filter every edge, and a withdrawn edge never appears (so no path
+runs through one).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from serve import models as m
+from serve.reads import freshness, now
+from sql import read_queries
+
+
+def _scope(valid_at: datetime | None, believed_at: datetime | None, at: datetime) -> m.TemporalScope:
+    if valid_at is None:
+        return m.ScopeCurrent(evaluated_at=at, believed_at=at)
+    return m.ScopeAsOf(valid_at=valid_at, evaluated_at=at, believed_at=believed_at)
+
+
+def _edge(r: tuple) -> m.GraphEdge:
+    return m.GraphEdge(relation_id=r[0], subject_id=r[1], object_id=r[2], predicate=r[3], fact=r[4],
+                       evidence_count=r[5], valid_from=r[6], valid_until=r[7], valid_precision=r[8],
+                       ingested_at=r[9], invalidated_at=r[10], support=r[11])
+
+
+def _walk(conn: psycopg.Connection, start: str, hops: int, *, valid_at: datetime, believed_at: datetime | None,
+          predicates: list[str], limit: int) -> tuple[dict[str, int], dict[str, tuple[str, tuple]], list[tuple], bool]:
+    """(hops by entity, parent edge by entity, edges seen, truncated)."""
+    depth, parent, edges, seen = {start: 0}, {}, [], set()
+    frontier, truncated = [start], False
+    for hop in range(1, hops + 1):
+        if not frontier:
+            break
+        rows = read_queries.graph_edges(conn, frontier, valid_at=valid_at, believed_at=believed_at,
+                                        predicates=predicates, limit=limit - len(edges) + 1)
+        if len(edges) + len(rows) > limit:
+            rows, truncated = rows[:limit - len(edges)], True
+        nxt = []
+        for r in rows:
+            if r[0] in seen:
+                continue
+            seen.add(r[0])
+            edges.append(r)
+            for here, there in ((str(r[1]), str(r[2])), (str(r[2]), str(r[1]))):
+                if here in depth and there not in depth:
+                    depth[there], parent[there] = hop, (here, r)
+                    nxt.append(there)
+        frontier = nxt
+        if truncated:
+            break
+    return depth, parent, edges, truncated
+
+
+def _path(conn: psycopg.Connection, parent: dict, names: dict[str, str], depth: dict[str, int], end: str) -> m.GraphPath:
+    nodes, edges, here = [end], [], end
+    while here in parent:
+        here, row = parent[here]
+        nodes.append(here)
+        edges.append(row)
+    nodes.reverse()
+    edges.reverse()
+    return m.GraphPath(length=len(edges), nodes=tuple(m.GraphNode(entity_id=n, name=names.get(n, ""), hops=depth[n])
+                                                       for n in nodes), edges=tuple(_edge(e) for e in edges))
+
+
+def neighborhood(conn: psycopg.Connection, *, entity_id: str, hops: int, predicates: list[str],
+                 valid_at: datetime | None, believed_at: datetime | None, limit: int, include_paths: bool) -> m.Envelope:
+    at = now()
+    names = read_queries.entity_names(conn, [entity_id])
+    common: dict[str, Any] = {"grain": "fact", "temporal_scope": _scope(valid_at, believed_at, at),
+                              "freshness": freshness(at)}
+    if entity_id not in names:
+        return m.Envelope(**common, negative=m.Negative(kind="unknown_entity", explanation=f"no entity {entity_id}"))
+    depth, parent, edges, truncated = _walk(conn, entity_id, hops, valid_at=valid_at or at, believed_at=believed_at,
+                                            predicates=predicates, limit=limit)
+    names = read_queries.entity_names(conn, list(depth))
+    nodes = tuple(m.GraphNode(entity_id=e, name=names.get(e, ""), hops=d)
+                  for e, d in sorted(depth.items(), key=lambda kv: (kv[1], names.get(kv[0], ""), kv[0])))
+    paths = tuple(_path(conn, parent, names, depth, e) for e in depth if e != entity_id) if include_paths else ()
+    return m.Envelope(**common, nodes=nodes, edges=tuple(_edge(e) for e in edges), paths=paths,
+                      truncation=m.Truncation(truncated=truncated, returned=len(edges), estimated_total=len(edges),
+                                              total_is_exact=not truncated,
+                                              reason="result_budget" if truncated else None),
+                      negative=None if edges else m.Negative(kind="known_empty",
+                                                             explanation="no live relation at this entity"))
+
+
+def path(conn: psycopg.Connection, *, start: str, end: str, max_hops: int, predicates: list[str],
+         valid_at: datetime | None, believed_at: datetime | None, limit: int = 5000) -> m.Envelope:
+    at = now()
+    names = read_queries.entity_names(conn, [start, end])
+    common: dict[str, Any] = {"grain": "fact", "temporal_scope": _scope(valid_at, believed_at, at),
+                              "freshness": freshness(at)}
+    missing = [e for e in (start, end) if e not in names]
+    if missing:
+        return m.Envelope(**common, negative=m.Negative(kind="unknown_entity", explanation=f"no entity {missing[0]}"))
+    depth, parent, _, truncated = _walk(conn, start, max_hops, valid_at=valid_at or at, believed_at=believed_at,
+                                        predicates=predicates, limit=limit)
+    if end not in depth or start == end:
+        kind = "boundary" if truncated else "known_empty"
+        return m.Envelope(**common, negative=m.Negative(kind=kind, explanation=f"no path within {max_hops} hops"))
+    names = read_queries.entity_names(conn, list(depth))
+    found = _path(conn, parent, names, depth, end)
+    return m.Envelope(**common, paths=(found,), nodes=found.nodes, edges=found.edges)
+
+
+def citation_path(conn: psycopg.Connection, *, start: str, end: str, max_hops: int) -> m.Envelope:
+    """Documents citing documents: corpusmem records no citation edges yet, so two live documents
+    are an honest `known_empty`, never a fabricated chain."""
+    at = now()
+    live = read_queries.live_documents(conn, [start, end])
+    common: dict[str, Any] = {"grain": "fact", "temporal_scope": m.ScopeCurrent(evaluated_at=at, believed_at=at),
+                              "freshness": freshness(at)}
+    missing = [d for d in (start, end) if d not in live]
+    if missing:
+        return m.Envelope(**common, negative=m.Negative(kind="unknown_entity", explanation=f"no live document {missing[0]}"))
+    return m.Envelope(**common, negative=m.Negative(
+        kind="known_empty", explanation=f"no citation chain within {max_hops} hops (citations are not extracted yet)"))

@@ -1,0 +1,147 @@
+"""`corpusmem serve` on the example corpus, driven by the real `remember` 0.17.2 client.
+
+The client needs Python 3.12 or later: the session makes its own venv from a 3.12 interpreter
+(`$(pyenv root)/versions/3.12.*`, else `python3.12` on PATH) and installs `remember==0.17.2` from
+PyPI. Without such an interpreter the test fails with a clear message; it never skips.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.test_import import do_import
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _python312() -> str:
+    root = subprocess.run(["pyenv", "root"], capture_output=True, text=True).stdout.strip() \
+        if _which("pyenv") else str(Path.home() / ".pyenv")
+    for candidate in sorted(glob.glob(f"{root}/versions/3.1[2-9]*/bin/python3"), reverse=True) + ["python3.12"]:
+        try:
+            out = subprocess.run([candidate, "-c", "import sys; print(sys.version_info >= (3, 12))"],
+                                 capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if out.stdout.strip() == "True":
+            return candidate
+    pytest.fail("the remember client needs Python >= 3.12 and none was found (looked in "
+                f"{root}/versions/3.12.* and for python3.12 on PATH); install one, e.g. `pyenv install 3.12`")
+
+
+def _which(name: str) -> bool:
+    return any(os.access(os.path.join(p, name), os.X_OK) for p in os.environ.get("PATH", "").split(os.pathsep))
+
+
+@pytest.fixture(scope="session")
+def remember_python(tmp_path_factory) -> str:
+    venv = tmp_path_factory.mktemp("remember-venv")
+    subprocess.run([_python312(), "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    subprocess.run([python, "-m", "pip", "install", "-q", "remember==0.17.2"], check=True, timeout=600)
+    return python
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def served(memory, ray_local, example_corpus, tmp_path):
+    assert do_import(memory, example_corpus, modified_at_from="path").counts["failed"] == 0
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "REMEMBER_"))}
+    env.update(CORPUSMEM_DSN=memory.dsn, CORPUSMEM_HOME=str(memory.home), CORPUSMEM_OBJECT_STORE=memory.object_store_uri)
+    log = open(tmp_path / "serve.log", "w")
+    server = subprocess.Popen([sys.executable, "-m", "jobs.cli", "serve", "--port", str(port)], cwd=ROOT, env=env,
+                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 180
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if server.poll() is not None or time.time() > deadline:
+                pytest.fail(f"corpusmem serve did not come up:\n{(tmp_path / 'serve.log').read_text()[-3000:]}")
+            time.sleep(1)
+        yield url
+    finally:
+        os.killpg(server.pid, 15)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, 9)
+        log.close()
+
+
+def test_the_remember_client_works_against_corpusmem_serve(served, remember_python, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REMEMBER_")}
+    env["REMEMBER_CONFIG_DIR"] = str(tmp_path / "remember-config")  # no stored credentials
+    run = subprocess.run([remember_python, str(ROOT / "tests" / "remember_client.py"), served], env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout)
+    expected_failures = {"bad_argument", "delete_again"}
+    broken = {k: v for k, v in out.items() if isinstance(v, dict) and not v["ok"] and k not in expected_failures}
+    assert not broken, json.dumps(broken, indent=1)[:4000]
+
+    assert out["deployment"]["value"]["tools"]["facts_context"] == 3
+    assert out["operations"]["value"] == ["resolve_entity", "claims_and_sources_context", "facts_context",
+                                          "combined_context"]
+    assert [e["canonical_name"] for e in out["resolve_entity"]["value"]["entities"]] == ["Ravi"]
+    assert out["resolve_unknown"]["value"]["negative"]["kind"] == "unknown_entity"
+
+    def labels(step: str) -> dict[str, dict]:
+        return {f["label"]: f for f in out[step]["value"]["facts"]}
+
+    now = labels("facts_current")
+    assert now["Dana leads billing migration"]["temporal_match"] == "confirmed"
+    assert "Ravi leads billing migration" not in now
+    assert "Ravi leads billing migration" in labels("facts_at")
+    assert {"Dana leads billing migration", "Ravi leads billing migration"} <= set(labels("facts_overlap"))
+    cutover = labels("combined_facts") if "combined_facts" in out else {
+        f["label"]: f for f in out["combined"]["value"]["facts"]["facts"]}
+    sides = [f for f in cutover.values() if f["contradiction"]]
+    assert len(sides) == 2 and all(f["contradiction"]["total"] == 1 for f in sides)
+    facts = out["facts_history"]["value"]
+    linked = {link["claim_id"] for link in facts["fact_evidence"]}
+    assert linked and linked <= {c["claim_id"] for c in facts["evidence"]}
+    assert all(t["returned"] <= t["total"] for t in facts["evidence_totals"])
+
+    assert out["search_claims_bm25"]["value"]["evidence"] and out["search_chunks_semantic"]["value"]["chunks"]
+    assert out["transcript"]["value"]["transcript"][0]["outcome"] == "add"
+    assert out["hydrate"]["value"]["sources"]
+    assert len(out["documents"]["value"]["documents"]) == 11
+    hood = out["neighborhood"]["value"]
+    assert "billing migration" in {n["name"] for n in hood["nodes"]} and hood["edges"]
+    march = {e["fact"] for e in out["neighborhood_as_of"]["value"]["edges"]}
+    assert "Ravi works on billing migration" in march and "Ravi works on search team" not in march
+    assert out["path"]["value"]["paths"][0]["length"] == 1
+    assert out["citation_path"]["value"]["negative"]["kind"] == "known_empty"
+    assert out["bad_argument"] == {**out["bad_argument"], "status": 422, "code": None} or \
+        out["bad_argument"]["status"] == 422
+
+    assert out["ingest"]["value"]["created"] is True
+    assert out["readiness"]["value"]["ready"] is True
+    assert "Marco owns finance sign-off" in labels("marco")
+    assert out["ingest_again"]["value"]["created"] is False
+    assert out["delete"]["value"]["claims_retired"] >= 1
+    assert (out["delete_again"]["status"], out["delete_again"]["detail"]) == (404, "document_not_found")
+    unknown = out["readiness_unknown"]["value"]
+    assert unknown["ready"] is False and {s["status"] for s in unknown["versions"][0]["stages"]} == {"missing"}
