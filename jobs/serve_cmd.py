@@ -21,6 +21,7 @@ def start(settings: Settings, host: str, port: int) -> str:
     from ray import serve
 
     from actors.embedder import embedding_dim, load_model, resolve_model
+    from serve import auth
     from serve.app import DeploymentInfo
     from serve.deployment import APP_NAME, application
     from sql import store
@@ -30,8 +31,12 @@ def start(settings: Settings, host: str, port: int) -> str:
     authority = store.open_store(settings, embedding_model=model.name,
                                  embedding_dim=embedding_dim(load_model(model, "cpu")),
                                  build_revision=runtime.build_revision())
+    credentials = auth.parse_tokens(settings.api_tokens, settings.api_tokens_file)
     info = DeploymentInfo(authority.deployment.deployment_id, authority.deployment.build_revision, model.name,
-                          settings.object_store_uri, settings.max_file_bytes)
+                          settings.object_store_uri, settings.max_file_bytes, tuple(sorted(credentials.items())))
+    if host not in ("127.0.0.1", "localhost", "::1") and not credentials:
+        print(f"warning: serving {host} without credentials: anyone who can reach it can read and change "
+              "the memory (set CORPUSMEM_API_TOKENS)", file=sys.stderr)
     serve.start(http_options={"host": host, "port": port})
     serve.run(application(dsn=authority.dsn, info=info, model_path=model.path, model_name=model.name,
                           device=settings.embedding_device, replicas=settings.serve_replicas,

@@ -63,6 +63,10 @@ SETTINGS: tuple[Setting, ...] = (
             "Connections per replica for operations, lookups and search: at most this many run at once."),
     Setting("CORPUSMEM_POOL_GRAPH", "pool_graph", "2",
             "Connections per replica for graph routes: at most this many run at once."),
+    Setting("CORPUSMEM_API_TOKENS", "api_tokens", None,
+            "Turns API auth on: comma-separated `scope:secret` (scope `read`, `ingest` or `write`)."),
+    Setting("CORPUSMEM_API_TOKENS_FILE", "api_tokens_file", None,
+            "Turns API auth on: a file of `scope sha256hex` lines (secrets kept only as hashes)."),
 )
 
 
@@ -87,6 +91,8 @@ class Settings(BaseModel):
     pool_general: int = Field(ge=1, le=256, description="CORPUSMEM_POOL_GENERAL")
     pool_retrieval: int = Field(ge=1, le=256, description="CORPUSMEM_POOL_RETRIEVAL")
     pool_graph: int = Field(ge=1, le=256, description="CORPUSMEM_POOL_GRAPH")
+    api_tokens: str | None = Field(default=None, description="CORPUSMEM_API_TOKENS")
+    api_tokens_file: str | None = Field(default=None, description="CORPUSMEM_API_TOKENS_FILE")
 
     @property
     def object_store_uri(self) -> str:

@@ -29,7 +29,7 @@ from starlette.concurrency import run_in_threadpool
 
 from actors.object_store import ObjectStore
 from serve import models as m
-from serve import graph, operations, reads
+from serve import auth, graph, operations, reads
 from serve.ingest import ingest as ingest_version
 from sql import facts_read, reconcile, store
 
@@ -62,6 +62,7 @@ class DeploymentInfo:
     embedding_model: str
     object_store: str = ""
     max_ingest_bytes: int = 64 * 1024 * 1024
+    credentials: tuple[tuple[str, str], ...] = ()   # (sha256 of a secret, scope); empty: auth off
 
 
 class TimeArg(BaseModel):
@@ -118,6 +119,8 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Callable[[str], A
     def conn(kind: str = "general") -> Iterator[psycopg.Connection]:
         with getattr(pools, kind).connection() as c:
             yield c
+
+    app.middleware("http")(auth.middleware(dict(deployment.credentials)))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, error: RequestValidationError) -> JSONResponse:
