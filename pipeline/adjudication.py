@@ -275,6 +275,7 @@ class EntityFacts:
         """Another value for the same slot: a successor closes what it replaces; a plain
         disagreement at the same time is a contradiction."""
         start = fact.window.valid_from
+        disagreeing = []
         for r in rivals:
             if start is not None and (a.change or fact.window.source == "stated") and \
                     (r.window.valid_from is None or r.window.valid_from < start) and windows.holds_at(r.window, start):
@@ -285,7 +286,9 @@ class EntityFacts:
                 # it began (or was said) before the other value began: the other one is its successor
                 self._close(fact, r.window.valid_from, r, a, "it began before its successor")
             elif windows.overlaps(r.window, fact.window) and r.superseded_by is None:
-                self._contradict(a, fact, r)
+                disagreeing.append(r)
+        if disagreeing:
+            self._contradict(a, fact, disagreeing)
 
     def _close(self, f: Fact, end: datetime, successor: Fact, a: Incoming, why: str) -> None:
         before = f.window.as_dict()
@@ -295,16 +298,25 @@ class EntityFacts:
         self._decide(f, "update", "exact", 1.0, f"superseded: {why}", a, related_id=successor.fact_id,
                      features={"before": before, "after": f.window.as_dict(), "successor": successor.fact_id})
 
-    def _contradict(self, a: Incoming, fact: Fact, rival: Fact) -> None:
-        group = rival.contradiction_group or fact.contradiction_group or group_id_for(rival.fact_id, fact.fact_id)
-        if group not in self.writes.groups and rival.contradiction_group is None:
+    def _contradict(self, a: Incoming, fact: Fact, rivals: list[Fact]) -> None:
+        """The new fact joins the rivals' contradiction group (or starts one with them). One
+        decision on the new fact, and one on each rival that enters the group now; a rival already
+        in the group is not decided again, so the work stays bounded by the candidate set."""
+        group = next((r.contradiction_group for r in rivals if r.contradiction_group), None) \
+            or group_id_for(rivals[0].fact_id, fact.fact_id)
+        if all(r.contradiction_group is None for r in rivals):
             self.writes.groups.append(group)
-        for f, other in ((fact, rival), (rival, fact)):
-            if f.contradiction_group != group:
-                f.contradiction_group = group
-                self.writes.updated[f.fact_id] = f
-            self._decide(f, "contradict", "exact", 1.0, "another value for the same thing at the same time",
-                         a, related_id=other.fact_id, features={"group_id": group})
+        fact.contradiction_group = group
+        self.writes.updated[fact.fact_id] = fact
+        self._decide(fact, "contradict", "exact", 1.0, "another value for the same thing at the same time", a,
+                     related_id=rivals[0].fact_id, features={"group_id": group, "sides": len(rivals) + 1})
+        for r in rivals:
+            if r.contradiction_group == group:
+                continue
+            r.contradiction_group = group
+            self.writes.updated[r.fact_id] = r
+            self._decide(r, "contradict", "exact", 1.0, "another value for the same thing at the same time", a,
+                         related_id=fact.fact_id, features={"group_id": group})
 
     def _close_predecessors(self, a: Incoming, successor: Fact) -> None:
         """ "Moved (from X) to Y on D": the subject's earlier relation of the same predicate ends

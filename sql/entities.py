@@ -111,14 +111,14 @@ def bind_assertions(conn: psycopg.Connection, one_per_object: list[str]) -> int:
     """Give pending assertions their entities, and the anchor whose shard owns their slot: the
     object for predicates that hold one value per object (a thing has one leader), else the
     subject."""
+    # Correlated lookups through the mentions primary key (doc_id, mention_key, surface).
+    one = ("(SELECT m.entity_id FROM mentions m WHERE m.doc_id = a.doc_id AND m.mention_key = a.{}"
+           " AND m.entity_id IS NOT NULL ORDER BY m.surface LIMIT 1)")
     cur = conn.execute(
-        "WITH m AS (SELECT DISTINCT ON (doc_id, mention_key) doc_id, mention_key, entity_id FROM mentions"
-        "           WHERE entity_id IS NOT NULL ORDER BY doc_id, mention_key, surface)"
-        " UPDATE assertions a SET subject_id = s.entity_id,"
-        " object_id = (SELECT entity_id FROM m WHERE m.doc_id = a.doc_id AND m.mention_key = a.object_key),"
-        " ends_id = (SELECT entity_id FROM m WHERE m.doc_id = a.doc_id AND m.mention_key = a.ends_key)"
-        " FROM m s WHERE a.status = 'pending' AND a.subject_id IS NULL"
-        " AND s.doc_id = a.doc_id AND s.mention_key = a.subject_key")
+        f"WITH b AS (SELECT a.assertion_id, {one.format('subject_key')} AS s, {one.format('object_key')} AS o,"
+        f" {one.format('ends_key')} AS e FROM assertions a WHERE a.status = 'pending' AND a.subject_id IS NULL)"
+        " UPDATE assertions a SET subject_id = b.s, object_id = b.o, ends_id = b.e FROM b"
+        " WHERE a.assertion_id = b.assertion_id AND b.s IS NOT NULL")
     conn.execute("UPDATE assertions SET anchor_id = CASE WHEN kind = 'relation' AND predicate = ANY(%s)"
                  " THEN object_id ELSE subject_id END WHERE status = 'pending' AND anchor_id IS NULL"
                  " AND subject_id IS NOT NULL", (one_per_object,))
