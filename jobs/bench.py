@@ -185,7 +185,7 @@ def render_facts(results: dict[str, Any]) -> str:
         secs = run["facts_seconds"]
         lines.append(f"{run['documents']} documents, {run['claims']} claims, {run['assertions']} assertions on "
                      f"{run['entities']} entities: import {run['import_seconds']:.1f} s "
-                     f"(document pipeline {run['pipeline_seconds']:.1f} s; facts "
+                     f"({run['pipeline_seconds']:.1f} s from the first document to the end of the facts phase, of which facts: "
                      + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items()) + ")")
         lines.append(f"  adjudication: {run['decisions']} decisions at {run['decisions_per_s']:.0f} decisions/s")
         lines.append("  per-entity work by candidate facts loaded: " + "; ".join(

@@ -44,6 +44,7 @@ def main(settings: Settings) -> int:
         for title, start, end, distance, text in demo_queries.nearest_chunks(conn, vector, 3):
             snippet = " ".join(text.split())[:110]
             print(f"  {distance:.3f}  {title} [{start}:{end}]  {snippet}")
+    _ask_over_http(settings)
     return 0
 
 
@@ -66,3 +67,34 @@ def _show_facts(conn) -> None:
     for fact in facts_read.facts(conn, entity_ids=ravi, now=now, time=facts_read.TimeQuery("history")).facts:
         if fact.kind == "relation":
             print("\n".join(facts_cli.render_fact(fact)))
+
+
+def _ask_over_http(settings: Settings) -> None:
+    """Start the read API on Ray Serve and ask it what an agent would, the way the `remember`
+    client does."""
+    import httpx
+    from ray import serve
+
+    from jobs import serve_cmd
+
+    url = serve_cmd.start(settings, "127.0.0.1", 8000)
+    print(f"\nthe read API is up at {url}; asking it over HTTP:")
+    try:
+        with httpx.Client(base_url=url, timeout=60) as http:
+            who = http.post("/operations/facts_context", json={"query": "billing migration"}).json()
+            print("  POST /operations/facts_context {\"query\": \"billing migration\"}")
+            for fact in who["facts"][:4]:
+                v = fact["validity"]
+                print(f"    {fact['label']}  [{v['valid_from'] or '…'} → {v['valid_until'] or 'open'}]"
+                      f" {fact['temporal_match']}, {fact['evidence_count']} document(s)"
+                      + (", contradicted" if fact["contradiction"] else ""))
+            march = http.post("/operations/facts_context", json={
+                "query": "billing migration", "time": {"mode": "at", "at": "2026-03-01T00:00:00Z"}}).json()
+            print("  ... as of 2026-03-01: " + "; ".join(f["label"] for f in march["facts"] if "leads" in f["label"]))
+            dana = http.get("/resolve", params={"name": "Dana"}).json()
+            print("  GET /resolve?name=Dana: " + ", ".join(f"{e['canonical_name']} ({e['tier']})" for e in dana["entities"]))
+            said = http.get("/search/claims", params={"query": "cutover date", "k": 3, "channel": "bm25"}).json()
+            for claim in said["evidence"]:
+                print(f"  GET /search/claims: {claim['claim_text']}  (said {claim['asserted_at'][:10]})")
+    finally:
+        serve.shutdown()
