@@ -156,7 +156,7 @@ def run_facts(dsn: str, *, run_id: str, since: datetime, workers: int, model: Mo
         report.seconds["reconcile"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        vectors = ray.remote(num_cpus=1)(facts_shards.LabelVectors).remote(
+        vectors = ray.remote(num_cpus=0.5)(facts_shards.LabelVectors).remote(
             dsn, model.path, model.name, device, embed_batch_size, threads)
         report.vectors = ray.get(vectors.run.remote())
         _release([vectors])

@@ -47,10 +47,13 @@ _TASK_CPUS = 0.25
 _EMBED_BATCH_DOCS = 128
 
 
-def _embedder_cpus(resources: dict[str, float], workers: int) -> float:
+def _embedder_cpus(workers: int) -> float:
     """One CPU per embedder actor, unless more embedders were asked for than the cluster has
-    CPUs (after what the stages around them hold): then a fair share, so every actor starts."""
-    return min(1.0, max(0.1, (resources.get("CPU", 1) - 0.75) / max(workers, 1)))
+    free CPUs (after what the stages around them hold, and what a running read API holds):
+    then a fair share, so every actor starts."""
+    import ray
+
+    return min(1.0, max(0.1, (ray.available_resources().get("CPU", 1) - 0.75) / max(workers, 1)))
 
 
 @dataclass(frozen=True)
@@ -231,7 +234,7 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
                             "device": "cuda" if use_gpu else settings.embedding_device,
                             "batch_size": settings.embed_batch_size, "threads": threads},
                         compute=pool, batch_size=max(b, _EMBED_BATCH_DOCS), batch_format="pyarrow",
-                        **({"num_gpus": 1} if use_gpu else {"num_cpus": _embedder_cpus(resources, options.workers)}))
+                        **({"num_gpus": 1} if use_gpu else {"num_cpus": _embedder_cpus(options.workers)}))
     ds = ds.map_batches(Write, fn_constructor_kwargs={"dsn": authority.dsn, "object_store": store_uri,
                                                        "run_id": run_id, "extractor": extractor_version},
                         compute=ray.data.ActorPoolStrategy(size=1), batch_size=b,

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
@@ -39,9 +41,9 @@ class Api:
         self._info = info
         self._pools = pools
 
-    def _embed(self, text: str) -> list[float]:
+    def _embed(self, text: str) -> np.ndarray:
         # Route handlers run in FastAPI's thread pool, where waiting on a handle is allowed.
-        return self._embedder.embed.remote(text).result(timeout_s=30)
+        return np.asarray(self._embedder.embed.remote(text).result(timeout_s=30), dtype=np.float32)
 
     def __serve_build_asgi_app__(self) -> Any:
         return build_app(open_pools(self._dsn, **self._pools), self._info, self._embed)
