@@ -477,13 +477,13 @@ def version_rows(found: list[tuple[dict, list[Assertion]]], assertion_id, normal
     planned = [(c, a, windows.for_assertion(c.get("valid_from"), c.get("valid_until"), c.get("precision") or "unknown",
                                            c.get("kind"), c.get("asserted_at"), applies=a.window_applies, change=a.change))
                for c, assertions in found for a in assertions]
-    # An undated change in a document that dates exactly one change ("Ravi moved to the search
-    # team on 1 June. Dana now leads billing.") reads as part of that change: it starts then.
+    # A "now" in a document that dates exactly one change ("Ravi moved to the search team on
+    # 1 June. Dana now leads billing.") reads as part of that change: it starts then.
     change_days = {w.valid_from for _, a, w in planned if a.change and w.source == "stated" and w.valid_from}
     if len(change_days) == 1:
         day = change_days.pop()
-        planned = [(c, a, windows.Window(day, None, "open", "said_on") if w.source == "said_on" else w)
-                   for c, a, w in planned]
+        planned = [(c, a, windows.Window(day, None, "open", "said_on")
+                    if w.source == "said_on" and _NOW.search(c["claim_text"]) else w) for c, a, w in planned]
     rows, mentions = [], {}
     for claim, a, window in planned:
         for name in (a.subject, a.object, a.ends):
