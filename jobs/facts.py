@@ -156,11 +156,12 @@ def run_facts(dsn: str, *, run_id: str, since: datetime, workers: int, model: Mo
         report.seconds["reconcile"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        vectors = ray.remote(num_cpus=0.5)(facts_shards.LabelVectors).remote(
-            dsn, model.path, model.name, device, embed_batch_size, threads)
-        report.vectors = ray.get(vectors.run.remote())
-        _release([vectors])
-        report.vectors.pop("seconds", None)
+        if reconcile.labels_to_vectorize(conn):  # loading the model costs seconds: only when needed
+            vectors = ray.remote(num_cpus=0.5)(facts_shards.LabelVectors).remote(
+                dsn, model.path, model.name, device, embed_batch_size, threads)
+            report.vectors = ray.get(vectors.run.remote())
+            _release([vectors])
+            report.vectors.pop("seconds", None)
         report.seconds["label"] = time.perf_counter() - t
         writes.finish_fact_stages(conn)
     return report

@@ -114,6 +114,11 @@ def _iso(t: datetime | None) -> str | None:
 PROFILE_FACTS = 5
 
 
+def labels_to_vectorize(conn: psycopg.Connection) -> bool:
+    return conn.execute("SELECT EXISTS (SELECT 1 FROM facts WHERE embedding IS NULL AND invalidated_at IS NULL)"
+                        " OR EXISTS (SELECT 1 FROM entities WHERE profile_stale)").fetchone()[0]
+
+
 def facts_without_vectors(conn: psycopg.Connection, limit: int) -> list[tuple[str, str]]:
     return conn.execute("SELECT fact_id::text, label FROM facts WHERE embedding IS NULL AND invalidated_at IS NULL"
                         " ORDER BY fact_id LIMIT %s", (limit,)).fetchall()
