@@ -391,4 +391,3 @@ def test_the_cli_imports_through_ray_address_into_a_running_cluster(memory, ray_
     status = subprocess.run([sys.executable, "-m", "jobs.cli", "status"], env=env, capture_output=True,
                             text=True, timeout=120)
     assert re.search(r"embed_chunk +succeeded", status.stdout) and "11 ready" in status.stdout
-    assert re.search(r"embed_chunk +succeeded", status.stdout and "11 ready" in status.stdout)
