@@ -57,10 +57,10 @@ class _Reply:
     failure: str | None     # why there is no usable text
 
 
-class OpenAIExtractor:
-    """The Extractor protocol over an OpenAI-compatible endpoint."""
-
-    name = BACKEND
+class ChatEndpoint:
+    """One JSON-schema-bound chat completion at a time, shared by the extractor and the normalizer:
+    a call that fails after the SDK's retries, is refused, or comes back empty is a `_Reply` with
+    the cause, never an exception."""
 
     def __init__(self, config: OpenAIExtractorConfig) -> None:
         import openai
@@ -69,50 +69,12 @@ class OpenAIExtractor:
                                      timeout=config.timeout_s, max_retries=config.max_retries)
         self._call_errors = (openai.OpenAIError, ValueError, TypeError, AttributeError, IndexError, KeyError)
         self._config = config
-        self.version = f"openai-1:{config.model}:{llm_io.prompt_hash()}"
-        self._formats = {name: {"type": "json_schema",
-                                "json_schema": {"name": name, "strict": True, "schema": llm_io.load_schema(name)}}
-                         for name in llm_io.PROMPT_NAMES}
 
-    def select(self, chunks: list[ChunkContext]) -> tuple[list[SelectionResult], list[CallCost]]:
-        def one(ctx: ChunkContext) -> tuple[SelectionResult, CallCost | None]:
-            if not ctx.target:
-                return SelectionResult(()), None
-            reply = self._complete("selection", llm_io.selection_messages(ctx))
-            if reply.failure:
-                return llm_io.selection_fallback(ctx, reply.failure), reply.cost
-            return llm_io.parse_selection(ctx, reply.text or ""), reply.cost
-
-        return self._map(one, chunks)
-
-    def claimify(self, chunks: list[ChunkContext], selections: list[SelectionResult]
-                 ) -> tuple[list[ClaimifyResult], list[CallCost]]:
-        if len(chunks) != len(selections):
-            raise ValueError(f"claimify got {len(chunks)} chunks and {len(selections)} selections")
-
-        def one(pair: tuple[ChunkContext, SelectionResult]) -> tuple[ClaimifyResult, CallCost | None]:
-            ctx, selection = pair
-            if not llm_io.kept_labels(selection):
-                return ClaimifyResult(()), None     # nothing kept: no call, no cost
-            reply = self._complete("claimify", llm_io.claimify_messages(ctx, selection))
-            if reply.failure:
-                return llm_io.claimify_fallback(selection, reply.failure), reply.cost
-            return llm_io.parse_claimify(ctx, selection, reply.text or ""), reply.cost
-
-        return self._map(one, list(zip(chunks, selections, strict=True)))
-
-    def _map(self, fn: Callable[[Any], tuple[Any, CallCost | None]], items: list) -> tuple[list, list[CallCost]]:
-        if not items:
-            return [], []
-        with ThreadPoolExecutor(max_workers=min(self._config.max_concurrency, len(items))) as pool:
-            done = list(pool.map(fn, items))     # results stay in input order
-        return [result for result, _ in done], [cost for _, cost in done if cost is not None]
-
-    def _complete(self, step: str, messages: list[dict[str, str]]) -> _Reply:
+    def complete(self, messages: list[dict[str, str]], response_format: dict[str, Any]) -> _Reply:
         started = time.perf_counter()
         try:
             response = self._client.chat.completions.create(
-                model=self._config.model, messages=messages, response_format=self._formats[step],
+                model=self._config.model, messages=messages, response_format=response_format,
                 max_tokens=self._config.max_tokens, temperature=self._config.temperature)
             choice = response.choices[0]
             usage = response.usage
@@ -120,7 +82,7 @@ class OpenAIExtractor:
             refusal = getattr(choice.message, "refusal", None)
         # The batch never fails on one call: what the SDK raises after its retries, and what a body
         # that is not a chat completion raises when read, become the cause recorded against the
-        # chunk's statements.
+        # statements or claims of that call.
         except self._call_errors as error:
             return _Reply(None, self._cost(started, None), _cause(f"transport error: {type(error).__name__}: {error}"))
         cost = self._cost(started, usage)
@@ -136,6 +98,54 @@ class OpenAIExtractor:
                         tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
                         tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
                         device_seconds=time.perf_counter() - started)
+
+
+class OpenAIExtractor:
+    """The Extractor protocol over an OpenAI-compatible endpoint."""
+
+    name = BACKEND
+
+    def __init__(self, config: OpenAIExtractorConfig) -> None:
+        self._endpoint = ChatEndpoint(config)
+        self._config = config
+        self.version = f"openai-1:{config.model}:{llm_io.prompt_hash()}"
+        self._formats = {name: {"type": "json_schema",
+                                "json_schema": {"name": name, "strict": True, "schema": llm_io.load_schema(name)}}
+                         for name in llm_io.PROMPT_NAMES}
+
+    def select(self, chunks: list[ChunkContext]) -> tuple[list[SelectionResult], list[CallCost]]:
+        def one(ctx: ChunkContext) -> tuple[SelectionResult, CallCost | None]:
+            if not ctx.target:
+                return SelectionResult(()), None
+            reply = self._endpoint.complete(llm_io.selection_messages(ctx), self._formats["selection"])
+            if reply.failure:
+                return llm_io.selection_fallback(ctx, reply.failure), reply.cost
+            return llm_io.parse_selection(ctx, reply.text or ""), reply.cost
+
+        return self._map(one, chunks)
+
+    def claimify(self, chunks: list[ChunkContext], selections: list[SelectionResult]
+                 ) -> tuple[list[ClaimifyResult], list[CallCost]]:
+        if len(chunks) != len(selections):
+            raise ValueError(f"claimify got {len(chunks)} chunks and {len(selections)} selections")
+
+        def one(pair: tuple[ChunkContext, SelectionResult]) -> tuple[ClaimifyResult, CallCost | None]:
+            ctx, selection = pair
+            if not llm_io.kept_labels(selection):
+                return ClaimifyResult(()), None     # nothing kept: no call, no cost
+            reply = self._endpoint.complete(llm_io.claimify_messages(ctx, selection), self._formats["claimify"])
+            if reply.failure:
+                return llm_io.claimify_fallback(selection, reply.failure), reply.cost
+            return llm_io.parse_claimify(ctx, selection, reply.text or ""), reply.cost
+
+        return self._map(one, list(zip(chunks, selections, strict=True)))
+
+    def _map(self, fn: Callable[[Any], tuple[Any, CallCost | None]], items: list) -> tuple[list, list[CallCost]]:
+        if not items:
+            return [], []
+        with ThreadPoolExecutor(max_workers=min(self._config.max_concurrency, len(items))) as pool:
+            done = list(pool.map(fn, items))     # results stay in input order
+        return [result for result, _ in done], [cost for _, cost in done if cost is not None]
 
 
 def _cause(text: str) -> str:

@@ -11,11 +11,9 @@ batch.
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
-from actors.openai_extractor import BACKEND, OpenAIExtractorConfig, _cause, _Reply
+from actors.openai_extractor import BACKEND, ChatEndpoint, OpenAIExtractorConfig
 from pipeline import normalize, normalize_llm
 from pipeline.extraction import CallCost
 from pipeline.normalize import Assertion
@@ -27,11 +25,7 @@ class OpenAINormalizer:
     name = BACKEND
 
     def __init__(self, config: OpenAIExtractorConfig, batch_size: int = normalize_llm.MAX_CLAIMS_PER_CALL) -> None:
-        import openai
-
-        self._client = openai.OpenAI(base_url=config.base_url, api_key=config.api_key,
-                                     timeout=config.timeout_s, max_retries=config.max_retries)
-        self._call_errors = (openai.OpenAIError, ValueError, TypeError, AttributeError, IndexError, KeyError)
+        self._endpoint = ChatEndpoint(config)
         self._config = config
         self._batch_size = max(1, min(batch_size, normalize_llm.MAX_CLAIMS_PER_CALL))
         self.version = normalize_llm.version(config.model, BACKEND)
@@ -47,7 +41,7 @@ class OpenAINormalizer:
             return [], None, []
 
         def one(group: list[dict]) -> tuple[list[list[Assertion]], list[str], CallCost]:
-            reply = self._complete(normalize_llm.messages(group, topic))
+            reply = self._endpoint.complete(normalize_llm.messages(group, topic), self._format)
             if reply.failure:
                 found, problems = normalize_llm.fallback(group, topic, reply.failure)
             else:
@@ -86,33 +80,6 @@ class OpenAINormalizer:
         rows, mentions = normalize.version_rows(list(zip(claims, found, strict=True)), assertion_id,
                                                     self.version)
         return rows, mentions, cost, problems
-
-    def _complete(self, messages: list[dict[str, str]]) -> _Reply:
-        started = time.perf_counter()
-        try:
-            response = self._client.chat.completions.create(
-                model=self._config.model, messages=messages, response_format=self._format,
-                max_tokens=self._config.max_tokens, temperature=self._config.temperature)
-            choice = response.choices[0]
-            usage = response.usage
-            text = choice.message.content
-            refusal = getattr(choice.message, "refusal", None)
-        # As in the extractor: what the SDK raises after its retries, and what a body that is not a
-        # chat completion raises when read, become the cause recorded against the call's claims.
-        except self._call_errors as error:
-            return _Reply(None, self._cost(started, None), _cause(f"transport error: {type(error).__name__}: {error}"))
-        cost = self._cost(started, usage)
-        if refusal:
-            return _Reply(None, cost, _cause(f"the model refused: {refusal}"))
-        if text is None:
-            return _Reply(None, cost, "empty output")
-        return _Reply(text, cost, None)     # a cut answer is read by the parser, which keeps what was whole
-
-    def _cost(self, started: float, usage: Any) -> CallCost:
-        return CallCost(backend=BACKEND, model=self._config.model, calls=1,
-                        tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
-                        tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
-                        device_seconds=time.perf_counter() - started)
 
 
 def _relabel(problem: str, offset: int) -> str:
