@@ -188,8 +188,7 @@ def chunk_result(row: dict[str, Any]) -> m.ChunkEvidenceResult:
 def search(conn: psycopg.Connection, what: str, query: str, k: int, channel: str, vector: Any) -> m.Envelope:
     """One channel, nominated by its index, confirmed against the authority."""
     at = now()
-    nominate = read_queries.search_claims if what == "claims" else read_queries.search_chunks
-    ids = nominate(conn, channel, query, vector, k)
+    ids = read_queries.nominate(conn, what, channel, query, vector, k)
     if what == "claims":
         confirmed = read_queries.confirm_claims(conn, ids)
         fields = {"evidence": tuple(evidence_result(c) for c in confirmed)}
@@ -221,10 +220,9 @@ def _fuse(*ranked: list[str]) -> list[tuple[str, float, dict[str, float]]]:
 def claims_and_sources_context(conn: psycopg.Connection, query: str, *, k: int = 50, candidate_k: int = 200,
                                vector: Any = None) -> m.Envelope:
     at = now()
-    fused_claims = _fuse(read_queries.search_claims(conn, "semantic", query, vector, candidate_k),
-                         read_queries.search_claims(conn, "bm25", query, vector, candidate_k))
-    fused_chunks = _fuse(read_queries.search_chunks(conn, "semantic", query, vector, candidate_k),
-                         read_queries.search_chunks(conn, "bm25", query, vector, candidate_k))
+    fused_claims, fused_chunks = (
+        _fuse(*(read_queries.nominate(conn, table, channel, query, vector, candidate_k)
+                for channel in ("semantic", "bm25"))) for table in ("claims", "chunks"))
     claims = read_queries.confirm_claims(conn, [c for c, _, _ in fused_claims])
     chunks = read_queries.confirm_chunks(conn, [c for c, _, _ in fused_chunks])
     dropped = len(fused_claims) - len(claims) + len(fused_chunks) - len(chunks)

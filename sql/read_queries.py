@@ -145,22 +145,18 @@ def _chunks(conn: psycopg.Connection, where: str, params: dict) -> list[dict[str
     return rows
 
 
-def search_claims(conn: psycopg.Connection, channel: str, query: str, vector: Any, k: int) -> list[str]:
-    """Nominated claim ids, best first, from one channel."""
-    if channel == "bm25":
-        sql = ("SELECT claim_id::text FROM claims WHERE tsv @@ websearch_to_tsquery('english', %(q)s)"
-               " ORDER BY ts_rank_cd(tsv, websearch_to_tsquery('english', %(q)s)) DESC, claim_id LIMIT %(k)s")
-    else:
-        sql = "SELECT claim_id::text FROM claims WHERE embedding IS NOT NULL ORDER BY embedding <=> %(v)s, claim_id LIMIT %(k)s"
-    return [r[0] for r in conn.execute(sql, {"q": query, "v": vector, "k": k}).fetchall()]
+_SEARCHABLE = {"claims": "claim_id", "chunks": "chunk_id"}
 
 
-def search_chunks(conn: psycopg.Connection, channel: str, query: str, vector: Any, k: int) -> list[str]:
+def nominate(conn: psycopg.Connection, table: str, channel: str, query: str, vector: Any, k: int) -> list[str]:
+    """Nominated ids of `claims` or `chunks`, best first, from one channel: PostgreSQL full-text
+    ranking (`bm25`) or pgvector cosine distance (`semantic`)."""
+    key = _SEARCHABLE[table]  # a fixed name, never caller text
     if channel == "bm25":
-        sql = ("SELECT chunk_id::text FROM chunks WHERE tsv @@ websearch_to_tsquery('english', %(q)s)"
-               " ORDER BY ts_rank_cd(tsv, websearch_to_tsquery('english', %(q)s)) DESC, chunk_id LIMIT %(k)s")
+        sql = (f"SELECT {key}::text FROM {table} WHERE tsv @@ websearch_to_tsquery('english', %(q)s)"
+               f" ORDER BY ts_rank_cd(tsv, websearch_to_tsquery('english', %(q)s)) DESC, {key} LIMIT %(k)s")
     else:
-        sql = "SELECT chunk_id::text FROM chunks WHERE embedding IS NOT NULL ORDER BY embedding <=> %(v)s, chunk_id LIMIT %(k)s"
+        sql = f"SELECT {key}::text FROM {table} WHERE embedding IS NOT NULL ORDER BY embedding <=> %(v)s, {key} LIMIT %(k)s"
     return [r[0] for r in conn.execute(sql, {"q": query, "v": vector, "k": k}).fetchall()]
 
 
