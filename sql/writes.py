@@ -190,6 +190,9 @@ def finish_fact_stages(conn: psycopg.Connection) -> int:
         "INSERT INTO stage_work (version_id, stage, status, attempts, started_at, finished_at)"
         " SELECT w.version_id, s.stage, 'succeeded', 1, now(), now() FROM stage_work w CROSS JOIN unnest(%s::text[]) s(stage)"
         " WHERE w.stage = 'extract_claims' AND w.status = 'succeeded'"
+        # only versions not finished yet: a run must not rescan the whole memory
+        " AND NOT EXISTS (SELECT 1 FROM stage_work d WHERE d.version_id = w.version_id"
+        "                 AND d.stage = 'label_relation' AND d.status = 'succeeded')"
         " AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.version_id = w.version_id AND c.normalized_by IS NULL"
         "                 AND c.is_current_testimony)"
         " AND NOT EXISTS (SELECT 1 FROM assertions a JOIN claims c USING (claim_id)"
