@@ -65,6 +65,12 @@ def _demo(args: argparse.Namespace) -> int:
     return demo.main(runtime.settings())
 
 
+def _sql(args: argparse.Namespace) -> int:
+    from jobs import sql_cli
+
+    return sql_cli.main(runtime.settings(), args)
+
+
 def _bench(args: argparse.Namespace) -> int:
     from jobs import bench
 
@@ -113,6 +119,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="import the example corpus and show what the memory holds")
     p.set_defaults(func=_demo)
+
+    p = sub.add_parser("sql", help="read-only SQL over the memory_v1 query space; saved queries; revalidate")
+    from jobs import sql_cli
+
+    sql_cli.add_arguments(p)
+    p.set_defaults(func=_sql)
 
     p = sub.add_parser("bench", help="benchmarks, each against a baseline measured in the same run")
     bench.add_arguments(p)
