@@ -21,13 +21,14 @@ from typing import Any
 
 import psutil
 
-from jobs import runtime
+from jobs import bench_serve, runtime
 from pipeline import synthetic
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("what", choices=("import", "facts"), help="which benchmark: import throughput against "
-                        "raw encode, or facts (adjudication rate and import time at N and 2N documents)")
+    parser.add_argument("what", choices=("import", "facts", "serve"), help="which benchmark: import throughput "
+                        "against raw encode, facts (adjudication rate and import time at N and 2N documents), or "
+                        "serve (read-API latency under 1 and 8 clients against a bare pgvector query)")
     parser.add_argument("--docs", type=int, default=2000, help="documents in the base corpus (default 2000)")
     parser.add_argument("--no-double", action="store_true",
                         help="skip the 2N run that checks driver memory stays flat")
@@ -35,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (default: a temp dir)")
+    bench_serve.add_arguments(parser)
 
 
 def write_corpus(root: Path, count: int, generator=synthetic.generate) -> None:
@@ -197,7 +199,10 @@ def render_facts(results: dict[str, Any]) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.what == "facts":
+    if args.what == "serve":
+        results = bench_serve.bench(args)
+        print(bench_serve.render(results))
+    elif args.what == "facts":
         results = bench_facts(args)
         print(render_facts(results))
     else:

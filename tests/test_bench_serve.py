@@ -1,0 +1,117 @@
+"""The figures of `corpusmem bench serve` from synthetic timings: no server, database or Ray."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from contextlib import ExitStack
+
+import pytest
+
+from jobs import bench_serve
+from jobs.bench_serve import FLOOR, Measurement, percentile, ratio, run_load, summarize
+
+
+def test_percentile_is_nearest_rank():
+    values = [float(v) for v in range(100, 0, -1)]  # 1..100, unordered
+    assert percentile(values, 50) == 50.0
+    assert percentile(values, 95) == 95.0
+    assert percentile(values, 99) == 99.0
+    assert percentile(values, 100) == 100.0
+    assert percentile([0.3, 0.1, 0.2], 50) == 0.2
+    assert percentile([7.0], 99) == 7.0
+    assert math.isnan(percentile([], 50))
+    with pytest.raises(ValueError):
+        percentile(values, 0)
+
+
+def test_summarize_counts_errors_and_keeps_them_in_the_percentiles():
+    # 95 quick successes and 5 slow failures: the failures must weigh on p99 and be counted
+    m = Measurement(name="facts_context", clients=8, latencies=[0.010] * 95 + [2.0] * 5,
+                    errors=["HTTP 500: boom"] * 4 + ["ReadTimeout: timed out"], wall_seconds=4.0,
+                    load_before=(1.5, 1.0, 0.5), load_after=(2.25, 1.1, 0.6))
+    row = summarize(m)
+    assert row["requests"] == 100 and row["errors"] == 5
+    assert row["error_samples"] == ["HTTP 500: boom", "ReadTimeout: timed out"]
+    assert row["p50_ms"] == 10.0 and row["p95_ms"] == 10.0 and row["p99_ms"] == 2000.0
+    assert row["requests_per_s"] == 25.0
+    assert row["load_before"] == [1.5, 1.0, 0.5] and row["load_after"] == [2.25, 1.1, 0.6]
+
+
+def test_ratio_is_facts_p95_over_the_floor_p95_at_the_given_clients():
+    rows = [{"operation": FLOOR, "clients": 1, "p95_ms": 1.0},
+            {"operation": "facts_context", "clients": 1, "p95_ms": 50.0},
+            {"operation": FLOOR, "clients": 8, "p95_ms": 4.0},
+            {"operation": "facts_context", "clients": 8, "p95_ms": 18.0}]
+    assert ratio(rows, 8) == 4.5
+    assert ratio(rows, 1) == 50.0
+    with pytest.raises(KeyError):
+        ratio(rows, 4)
+
+
+def test_run_load_times_every_request_runs_clients_at_once_and_counts_failures():
+    active, peak, lock = 0, 0, threading.Lock()
+    opened: list[int] = []
+
+    def open_client(stack: ExitStack):
+        opened.append(1)
+        stack.callback(opened.pop)  # closed when the run ends
+
+        def call(request: int) -> str | None:
+            nonlocal active, peak
+            with lock:
+                active += 1
+                peak = max(peak, active)
+            time.sleep(0.05)
+            with lock:
+                active -= 1
+            if request % 10 == 0:
+                return f"HTTP 503: request {request}"
+            if request % 10 == 1:
+                raise ConnectionError("refused")
+            return None
+        return call
+
+    m = run_load("resolve_entity", open_client, list(range(40)), clients=4)
+    assert len(m.latencies) == 40 and all(t >= 0.05 for t in m.latencies)
+    assert len(m.errors) == 8
+    assert sum(e.startswith("ConnectionError") for e in m.errors) == 4
+    assert peak == 4
+    assert opened == []
+    # 40 requests of 50 ms over 4 clients take about 0.5 s, not the 2 s of one client
+    assert 0.5 <= m.wall_seconds < 1.5
+
+
+def test_corpus_sizes_reach_the_target_from_both_generators():
+    notes, docs = bench_serve.corpus_sizes(100_000)
+    expected = notes * bench_serve._CLAIMS_PER_NOTE + docs * bench_serve._CLAIMS_PER_DOC
+    assert expected >= 100_000 and notes > 0 and docs > 0
+    assert notes * bench_serve._CLAIMS_PER_NOTE > docs * bench_serve._CLAIMS_PER_DOC
+
+
+def test_render_states_the_target_and_errors():
+    runs = [summarize(Measurement(name=name, clients=c, latencies=[lat] * 10, wall_seconds=1.0))
+            for c in (1, 8) for name, lat in ((FLOOR, 0.002), ("facts_context", 0.030),
+                                              ("claims_and_sources_context", 0.020), ("resolve_entity", 0.005))]
+    results = {"memory": {"documents": 10, "claims": 100, "entities": 5, "facts": 7,
+                          "generation": {"generation_seconds": 12.0, "notes": 8, "documents": 2,
+                                         "import_seconds": 11.0, "reused": True}},
+               "machine": {"cpus": 2, "load_at_start": [1.0, 1.0, 1.0], "load_at_end": [2.0, 1.0, 1.0]},
+               "serve": {"replicas": 1, "pool_retrieval": 4, "start_seconds": 30.0},
+               "runs": runs, "clients": 8, "target_ratio": 5.0,
+               "ratio_facts_context_p95_over_floor_p95": round(ratio(runs, 8), 2)}
+    text = bench_serve.render(results)
+    assert "facts_context p95 / bare pgvector p95 at 8 clients: 15.00 (target ≤ 5: NOT met)" in text
+    assert "errors under load: 0" in text and "generated earlier in 12 s" in text
+
+
+def test_operation_bodies_follow_the_client_wire_shapes():
+    q = bench_serve.Queries(names=["Ravi Shah"], claim_texts=["Ravi Shah leads the billing migration 1."],
+                            claim_vectors=[[0.1]])
+    assert bench_serve.operation_bodies("resolve_entity", q) == [{"name": "Ravi Shah"}]
+    assert bench_serve.operation_bodies("claims_and_sources_context", q) == [
+        {"query": "Ravi Shah leads the billing migration 1."}]
+    assert bench_serve.operation_bodies("facts_context", q)[0]["time"] == {"mode": "current"}
+    with pytest.raises(ValueError):
+        bench_serve.operation_bodies("combined_context", q)
