@@ -103,7 +103,7 @@ def test_render_states_the_target_and_errors():
                "ratio_facts_context_p95_over_floor_p95": round(ratio(runs, 8), 2)}
     text = bench_serve.render(results)
     assert "facts_context p95 / bare pgvector p95 at 8 clients: 15.00 (target ≤ 5: NOT met)" in text
-    assert "errors under load: 0" in text and "generated earlier in 12 s" in text
+    assert "errors: 0" in text and "generated earlier in 12 s" in text
 
 
 def test_operation_bodies_follow_the_client_wire_shapes():
