@@ -1004,6 +1004,20 @@ BEGIN
 END
 $$;
 
+-- @support graph_invocation
+-- Appends one GraphInvocation to the transaction-local `corpusmem.graph_invocations`, so the
+-- runner learns what each graph call did even when the statement leaves the status row unread.
+CREATE FUNCTION memory_v1_private.record_graph_invocation(fn text, status jsonb) RETURNS void
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    so_far jsonb := coalesce(nullif(current_setting('corpusmem.graph_invocations', true), '')::jsonb, '[]'::jsonb);
+BEGIN
+    PERFORM set_config('corpusmem.graph_invocations', (so_far || jsonb_build_array(
+        jsonb_build_object('function', fn, 'ordinal', jsonb_array_length(so_far)) || status))::text, true);
+END
+$$;
+
 -- @function graph_neighborhood
 -- Breadth-first over relations in either direction: one shortest path to each entity reached,
 -- then one status row. Budgets stop the walk and name themselves in truncation_reason.
@@ -1101,6 +1115,11 @@ BEGIN
     effective_time_budget_ms := time_cap;
     applied_valid_at := coalesce(valid_at, memory_v1_private.evaluated_at());
     applied_believed_at := coalesce(believed_at, memory_v1_private.evaluated_at());
+    PERFORM memory_v1_private.record_graph_invocation('graph_neighborhood',
+        jsonb_build_object('truncated', truncated, 'truncation_reason', truncation_reason, 'examined_edges', examined_edges,
+        'returned_paths', returned_paths, 'effective_depth', effective_depth, 'effective_expansion_budget', effective_expansion_budget,
+        'effective_frontier_budget', effective_frontier_budget, 'effective_result_budget', effective_result_budget,
+        'effective_time_budget_ms', effective_time_budget_ms, 'applied_valid_at', applied_valid_at, 'applied_believed_at', applied_believed_at, 'evaluated_at', NULL));
     RETURN NEXT;
 END
 $$;
@@ -1211,6 +1230,11 @@ BEGIN
     effective_time_budget_ms := time_cap;
     applied_valid_at := coalesce(valid_at, memory_v1_private.evaluated_at());
     applied_believed_at := coalesce(believed_at, memory_v1_private.evaluated_at());
+    PERFORM memory_v1_private.record_graph_invocation('graph_path',
+        jsonb_build_object('truncated', truncated, 'truncation_reason', truncation_reason, 'examined_edges', examined_edges,
+        'returned_paths', returned_paths, 'effective_depth', effective_depth, 'effective_expansion_budget', effective_expansion_budget,
+        'effective_frontier_budget', effective_frontier_budget, 'effective_result_budget', effective_result_budget,
+        'effective_time_budget_ms', effective_time_budget_ms, 'applied_valid_at', applied_valid_at, 'applied_believed_at', applied_believed_at, 'evaluated_at', NULL));
     RETURN NEXT;
 END
 $$;
@@ -1242,6 +1266,11 @@ BEGIN
     effective_result_budget := greatest(1, least(coalesce(graph_citation_path.max_paths, 3), 10));
     effective_time_budget_ms := greatest(1, least(coalesce(graph_citation_path.time_budget_ms, 1000), 5000));
     evaluated_at := memory_v1_private.evaluated_at();
+    PERFORM memory_v1_private.record_graph_invocation('graph_citation_path',
+        jsonb_build_object('truncated', truncated, 'truncation_reason', truncation_reason, 'examined_edges', examined_edges,
+        'returned_paths', returned_paths, 'effective_depth', effective_depth, 'effective_expansion_budget', effective_expansion_budget,
+        'effective_frontier_budget', effective_frontier_budget, 'effective_result_budget', effective_result_budget,
+        'effective_time_budget_ms', effective_time_budget_ms, 'applied_valid_at', NULL, 'applied_believed_at', NULL, 'evaluated_at', evaluated_at));
     RETURN NEXT;
 END
 $$;
