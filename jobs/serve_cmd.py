@@ -21,7 +21,7 @@ def start(settings: Settings, host: str, port: int) -> str:
     from ray import serve
 
     from actors.embedder import embedding_dim, load_model, resolve_model
-    from serve import auth
+    from serve import admission, auth
     from serve.app import DeploymentInfo
     from serve.deployment import APP_NAME, application
     from sql import store
@@ -33,7 +33,10 @@ def start(settings: Settings, host: str, port: int) -> str:
                                  build_revision=runtime.build_revision())
     credentials = auth.parse_tokens(settings.api_tokens, settings.api_tokens_file)
     info = DeploymentInfo(authority.deployment.deployment_id, authority.deployment.build_revision, model.name,
-                          settings.object_store_uri, settings.max_file_bytes, tuple(sorted(credentials.items())))
+                          settings.object_store_uri, settings.max_file_bytes, tuple(sorted(credentials.items())),
+                          admission.Limits(settings.admission_key_per_minute, settings.admission_key_in_flight,
+                                           settings.admission_deployment_per_minute,
+                                           settings.admission_deployment_in_flight))
     if host not in ("127.0.0.1", "localhost", "::1") and not credentials:
         print(f"warning: serving {host} without credentials: anyone who can reach it can read and change "
               "the memory (set CORPUSMEM_API_TOKENS)", file=sys.stderr)

@@ -67,6 +67,14 @@ SETTINGS: tuple[Setting, ...] = (
             "Turns API auth on: comma-separated `scope:secret` (scope `read`, `ingest` or `write`)."),
     Setting("CORPUSMEM_API_TOKENS_FILE", "api_tokens_file", None,
             "Turns API auth on: a file of `scope sha256hex` lines (secrets kept only as hashes)."),
+    Setting("CORPUSMEM_API_ADMISSION_KEY_PER_MINUTE", "admission_key_per_minute", "0",
+            "Requests per minute per credential (token bucket, burst a quarter of it); 0 = off. Over: 429."),
+    Setting("CORPUSMEM_API_ADMISSION_KEY_IN_FLIGHT", "admission_key_in_flight", "0",
+            "Requests in flight per credential; 0 = off. Over: 429 `concurrency_limited`."),
+    Setting("CORPUSMEM_API_ADMISSION_DEPLOYMENT_PER_MINUTE", "admission_deployment_per_minute", "0",
+            "Requests per minute per API replica, all callers together; 0 = off."),
+    Setting("CORPUSMEM_API_ADMISSION_DEPLOYMENT_IN_FLIGHT", "admission_deployment_in_flight", "0",
+            "Requests in flight per API replica, all callers together; 0 = off."),
 )
 
 
@@ -93,6 +101,10 @@ class Settings(BaseModel):
     pool_graph: int = Field(ge=1, le=256, description="CORPUSMEM_POOL_GRAPH")
     api_tokens: str | None = Field(default=None, description="CORPUSMEM_API_TOKENS")
     api_tokens_file: str | None = Field(default=None, description="CORPUSMEM_API_TOKENS_FILE")
+    admission_key_per_minute: int = Field(ge=0, description="CORPUSMEM_API_ADMISSION_KEY_PER_MINUTE")
+    admission_key_in_flight: int = Field(ge=0, description="CORPUSMEM_API_ADMISSION_KEY_IN_FLIGHT")
+    admission_deployment_per_minute: int = Field(ge=0, description="CORPUSMEM_API_ADMISSION_DEPLOYMENT_PER_MINUTE")
+    admission_deployment_in_flight: int = Field(ge=0, description="CORPUSMEM_API_ADMISSION_DEPLOYMENT_IN_FLIGHT")
 
     @property
     def object_store_uri(self) -> str:

@@ -29,7 +29,7 @@ from starlette.concurrency import run_in_threadpool
 
 from actors.object_store import ObjectStore
 from serve import models as m
-from serve import auth, graph, operations, reads
+from serve import admission, auth, graph, operations, reads
 from serve.ingest import ingest as ingest_version
 from sql import facts_read, reconcile, store
 
@@ -63,6 +63,7 @@ class DeploymentInfo:
     object_store: str = ""
     max_ingest_bytes: int = 64 * 1024 * 1024
     credentials: tuple[tuple[str, str], ...] = ()   # (sha256 of a secret, scope); empty: auth off
+    limits: admission.Limits = admission.Limits()   # admission limits; all off by default
 
 
 class TimeArg(BaseModel):
@@ -120,6 +121,8 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Callable[[str], A
         with getattr(pools, kind).connection() as c:
             yield c
 
+    # Registered first, so it runs inside the credential check: refusals there count against nothing.
+    app.middleware("http")(admission.middleware(deployment.limits))
     app.middleware("http")(auth.middleware(dict(deployment.credentials)))
 
     @app.exception_handler(RequestValidationError)
@@ -155,16 +158,21 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Callable[[str], A
                 result = facts(c, args)
             elif name == "claims_and_sources_context":
                 result = reads.claims_and_sources_context(c, args["query"], k=args["k"], candidate_k=args["candidate_k"],
-                                                          vector=vector(args["query"]))
-            else:
+                                                          vector=vector(args["query"]),
+                                                          entity_ids=args.get("entity_ids"))
+            else:  # both children answer at one evaluation instant
+                at = reads.now()
                 result = m.ContextBundle(
-                    claims_and_sources=reads.claims_and_sources_context(c, args["query"], vector=vector(args["query"])),
-                    facts=facts(c, {**args, "k": 15, "evidence_per_fact": 3}))
+                    claims_and_sources=reads.claims_and_sources_context(
+                        c, args["query"], vector=vector(args["query"]), entity_ids=args.get("entity_ids"), at=at),
+                    facts=facts(c, {**args, "k": 15, "evidence_per_fact": 3}, at=at))
         return result.model_dump(mode="json", by_alias=True)
 
-    def facts(c: psycopg.Connection, args: dict[str, Any]) -> m.Envelope:
+    def facts(c: psycopg.Connection, args: dict[str, Any], at: datetime | None = None) -> m.Envelope:
         return reads.facts_context(c, args["query"], time=TimeArg(**args.get("time", {})).query(), k=args["k"],
-                                   evidence_per_fact=args["evidence_per_fact"], entity_ids=args.get("entity_ids"))
+                                   evidence_per_fact=args["evidence_per_fact"], entity_ids=args.get("entity_ids"),
+                                   hops=args["hops"], predicate=args.get("predicate"),
+                                   vector=None if args.get("entity_ids") else vector(args["query"]), at=at)
 
     def vector(text: str) -> Any:
         try:

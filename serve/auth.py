@@ -19,6 +19,7 @@ SCOPES = ("read", "ingest", "write")
 MISSING = "a perimeter credential is required"
 REFUSED = "perimeter authentication failed"
 NARROW = "credential may not perform this operation"
+OPEN = "open"  # the caller of a deployment without credentials
 
 # Routes that change memory; every other known route only reads.
 _INGEST = {("POST", "/ingest")}
@@ -74,6 +75,7 @@ def allowed(scope: str, needed: str) -> bool:
 def middleware(hashes: dict[str, str]):
     async def check(request: Request, call_next):
         needed = required_scope(request.method, request.url.path)
+        request.state.caller = OPEN  # who admission limits count against; a credential below
         if not hashes or needed is None:
             return await call_next(request)
         header = request.headers.get("authorization", "")
@@ -86,5 +88,6 @@ def middleware(hashes: dict[str, str]):
             return JSONResponse({"detail": REFUSED}, status_code=401)
         if not allowed(scope, needed):
             return JSONResponse({"detail": NARROW}, status_code=403)
+        request.state.caller = f"credential:{digest[:16]}"
         return await call_next(request)
     return check

@@ -85,12 +85,13 @@ def evidence_result(row: dict[str, Any]) -> m.EvidenceResult:
 
 
 def facts_context(conn: psycopg.Connection, query: str, *, time: facts_read.TimeQuery, k: int = 15,
-                  evidence_per_fact: int = 3, entity_ids: list[str] | None = None) -> m.Envelope:
+                  evidence_per_fact: int = 3, entity_ids: list[str] | None = None, hops: int = 1,
+                  predicate: str | None = None, vector: Any = None, at: datetime | None = None) -> m.Envelope:
     """Facts for a question, in a time mode, each with a sample of its evidence per stance and
-    the exact totals; every side of a live contradiction."""
-    at = now()
+    the exact totals; every side of a live contradiction; the neighbours a graph expansion added."""
+    at = at or now()
     answer = facts_read.facts(conn, entity_ids=entity_ids, text=None if entity_ids else query, time=time, k=k,
-                              now=at)
+                              now=at, vector=None if entity_ids else vector, hops=hops, predicate=predicate)
     if answer.negative and answer.negative["kind"] == "unknown_entity":
         return _envelope("fact", at, time, negative=m.Negative(kind="unknown_entity",
                                                                 explanation=answer.negative["explanation"]))
@@ -101,8 +102,10 @@ def facts_context(conn: psycopg.Connection, query: str, *, time: facts_read.Time
     if not facts:
         negative = m.Negative(kind="known_empty", explanation=answer.negative["explanation"] if answer.negative
                               else "no current fact matches")
+    names = read_queries.entity_names(conn, [e for e, _ in answer.nodes]) if answer.nodes else {}
     return _envelope(
-        "fact", at, time, facts=tuple(facts), negative=negative,
+        "fact", at, time, facts=tuple(facts), negative=negative, dropped_by_hydration=answer.dropped,
+        nodes=tuple(m.GraphNode(entity_id=e, name=names.get(e, ""), hops=h) for e, h in answer.nodes),
         evidence=tuple(evidence_result(c) for c in claims),
         fact_evidence=tuple(m.FactEvidence(**link) for link in links),
         evidence_totals=tuple(m.EvidenceTotal(**t) for t in totals),
@@ -218,22 +221,30 @@ def _fuse(*ranked: list[str]) -> list[tuple[str, float, dict[str, float]]]:
 
 
 def claims_and_sources_context(conn: psycopg.Connection, query: str, *, k: int = 50, candidate_k: int = 200,
-                               vector: Any = None) -> m.Envelope:
-    at = now()
-    fused_claims, fused_chunks = (
-        _fuse(*(read_queries.nominate(conn, table, channel, query, vector, candidate_k)
-                for channel in ("semantic", "bm25"))) for table in ("claims", "chunks"))
+                               vector: Any = None, entity_ids: list[str] | None = None,
+                               at: datetime | None = None) -> m.Envelope:
+    at = at or now()
+    if entity_ids:
+        missing = sorted(set(entity_ids) - read_queries.known_entities(conn, entity_ids))
+        if missing:
+            return _envelope("evidence", at, negative=m.Negative(kind="unknown_entity",
+                                                                explanation=f"no entity {', '.join(missing)}"))
+    nominated = {table: [read_queries.nominate(conn, table, channel, query, vector, candidate_k, entity_ids)
+                         for channel in ("semantic", "bm25")] for table in ("claims", "chunks")}
+    fused_claims, fused_chunks = (_fuse(*nominated[table]) for table in ("claims", "chunks"))
     claims = read_queries.confirm_claims(conn, [c for c, _, _ in fused_claims])
     chunks = read_queries.confirm_chunks(conn, [c for c, _, _ in fused_chunks])
     dropped = len(fused_claims) - len(claims) + len(fused_chunks) - len(chunks)
     grouped = _group_claims(claims)
-    truncated = len(grouped) > k or len(chunks) > k
+    full_channel = any(len(ids) >= candidate_k for lists in nominated.values() for ids in lists)
+    truncated = len(grouped) > k or len(chunks) > k or full_channel
     evidence = tuple(grouped[:k])
     negative = None if evidence or chunks else m.Negative(kind="known_empty", explanation=f"nothing matches {query!r}")
     return _envelope("evidence", at, evidence=evidence, chunks=tuple(chunk_result(c) for c in chunks[:k]),
                      dropped_by_hydration=dropped, negative=negative,
                      truncation=m.Truncation(truncated=truncated, returned=len(evidence),
-                                             estimated_total=len(grouped)))
+                                             estimated_total=len(grouped), total_is_exact=not full_channel,
+                                             reason="result_budget" if truncated else None))
 
 
 def _group_claims(claims: list[dict[str, Any]]) -> list[m.EvidenceResult]:

@@ -65,9 +65,10 @@ def bind(conn: psycopg.Connection, *, key: str, mentions: list[dict[str, Any]], 
     """Record one document's verdict for `key`: the entity (created if new), its spellings, the
     mentions, and the identity event; in one transaction."""
     with conn.transaction():
-        if created:
+        if created:  # named by its fullest spelling: "Dana Kim", not the "Dana" that stood for it
+            canonical = max(mentions, key=lambda m: (m["alias_key"] == key, len(m["surface"]), m["surface"]))
             conn.execute("INSERT INTO entities (entity_id, canonical_name, created_run) VALUES (%s, %s, %s)"
-                         " ON CONFLICT DO NOTHING", (entity_id, mentions[0]["surface"], run_id))
+                         " ON CONFLICT DO NOTHING", (entity_id, canonical["surface"], run_id))
         for m in mentions:
             conn.execute(
                 "INSERT INTO entity_aliases (entity_id, alias, alias_key, dm_codes, resolved_key, added_run)"

@@ -70,6 +70,8 @@ class FactsAnswer:
     negative: dict[str, str] | None = None
     truncated: bool = False
     entity_ids: list[str] = field(default_factory=list)
+    nodes: list[tuple[str, int]] = field(default_factory=list)   # (entity_id, hops) the expansion added
+    dropped: int = 0   # nominated candidates that failed confirmation
 
 
 def _validity(row: tuple) -> dict[str, Any]:
@@ -111,10 +113,18 @@ def find_entities(conn: psycopg.Connection, name: str) -> list[tuple[str, str, s
 
 
 def facts(conn: psycopg.Connection, *, entity_ids: list[str] | None = None, text: str | None = None,
-          time: TimeQuery = TimeQuery(), k: int = 20, now: datetime | None = None) -> FactsAnswer:
-    """Facts about `entity_ids` (as subject or object) and/or whose label matches `text`."""
+          time: TimeQuery = TimeQuery(), k: int = 20, now: datetime | None = None, vector: Any = None,
+          hops: int = 1, predicate: str | None = None) -> FactsAnswer:
+    """Facts about `entity_ids` (as subject or object), else facts matching `text`.
+
+    Candidates are nominated (by the entity set; or by words, by meaning when `vector` is given,
+    and by the 20 entities whose profiles match best), fused by reciprocal rank, then confirmed
+    against the facts table: a candidate no longer believed is counted in `dropped`, never
+    served. With `entity_ids` in mode current or at, the anchors are first expanded `hops` out on
+    the live graph (at most 20 entities, anchors included); the neighbours added are `nodes`."""
     now = now or datetime.now(timezone.utc)
     scope = {"mode": time.mode, "evaluated_at": now, "at": time.at, "from": time.start, "to": time.end}
+    nodes: list[tuple[str, int]] = []
     if entity_ids:
         known = {r[0] for r in conn.execute("SELECT entity_id::text FROM entities WHERE entity_id = ANY(%s::uuid[])",
                                             (entity_ids,)).fetchall()}
@@ -122,17 +132,16 @@ def facts(conn: psycopg.Connection, *, entity_ids: list[str] | None = None, text
         if missing:
             return FactsAnswer([], scope, {"kind": "unknown_entity",
                                            "explanation": f"no entity {', '.join(missing)}"}, entity_ids=entity_ids)
-    where, params = ["f.invalidated_at IS NULL"], {"limit": CANDIDATES}
-    if entity_ids:
-        where.append("(f.subject_id = ANY(%(ids)s::uuid[]) OR f.object_id = ANY(%(ids)s::uuid[]))")
-        params["ids"] = entity_ids
-    if text:
-        where.append("(f.tsv @@ websearch_to_tsquery('english', %(text)s) OR f.label ILIKE %(like)s)")
-        params.update(text=text, like=f"%{text}%")
-    rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM facts f WHERE {' AND '.join(where)}"
-        " ORDER BY f.evidence_count DESC, f.valid_from DESC NULLS LAST, f.label, f.fact_id LIMIT %(limit)s",
-        params).fetchall()
+        if time.mode in ("current", "at"):
+            nodes = expand(conn, entity_ids, hops, valid_at=time.at or now, predicate=predicate)
+        ranked = _nominate_entities(conn, entity_ids + [e for e, _ in nodes], predicate)
+    else:
+        channels = [_nominate_words(conn, text or "", predicate)]
+        if vector is not None:
+            channels += [_nominate_meaning(conn, vector, predicate), _nominate_profiles(conn, vector, predicate)]
+        ranked = fuse(channels)[:CANDIDATES]
+    rows = _confirm(conn, ranked)
+    dropped = len(ranked) - len(rows)
     found = [f for f in (result_from_row(row, time, now) for row in rows) if f is not None]
     truncated = len(found) > k
     found = found[:k]
@@ -140,9 +149,88 @@ def facts(conn: psycopg.Connection, *, entity_ids: list[str] | None = None, text
     negative = None
     if not found:
         negative = {"kind": "known_empty", "explanation": "no current fact matches" +
-                    (" these entities" if entity_ids else "") + (f" {text!r}" if text else "") +
+                    (" these entities" if entity_ids else "") + (f" {text!r}" if text and not entity_ids else "") +
                     f" in time mode {time.mode}"}
-    return FactsAnswer(found, scope, negative, truncated, entity_ids or [])
+    return FactsAnswer(found, scope, negative, truncated, entity_ids or [], nodes, dropped)
+
+
+GRAPH_ENTITIES = 20   # the seed's cap on the expanded entity set, anchors included
+RRF_K = 60
+
+
+def fuse(channels: list[list[str]]) -> list[str]:
+    """Reciprocal rank fusion (k = 60); ties by id, so the order never depends on arrival."""
+    scores: dict[str, float] = {}
+    for ids in channels:
+        for rank, item in enumerate(ids, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (RRF_K + rank)
+    return sorted(scores, key=lambda item: (-scores[item], item))
+
+
+def expand(conn: psycopg.Connection, anchors: list[str], hops: int, *, valid_at: datetime,
+           predicate: str | None) -> list[tuple[str, int]]:
+    """(entity_id, hops) of the neighbours within `hops` on the live graph at `valid_at`,
+    nearest first, filling at most 20 entities with the anchors."""
+    seen, added, frontier = set(anchors), [], list(anchors)
+    for hop in range(1, hops + 1):
+        if not frontier or len(seen) >= GRAPH_ENTITIES:
+            break
+        rows = conn.execute(
+            "SELECT DISTINCT n.entity_id, min(f.fact_id::text) FROM facts f, LATERAL (VALUES (f.subject_id::text),"
+            " (f.object_id::text)) n(entity_id) WHERE f.kind = 'relation' AND f.invalidated_at IS NULL"
+            " AND f.support = 'current' AND (f.subject_id = ANY(%(f)s::uuid[]) OR f.object_id = ANY(%(f)s::uuid[]))"
+            " AND (%(p)s::text IS NULL OR f.predicate = %(p)s) AND (f.valid_from IS NULL OR f.valid_from <= %(v)s)"
+            " AND (f.valid_until IS NULL OR f.valid_until > %(v)s) AND n.entity_id IS NOT NULL"
+            " GROUP BY 1 ORDER BY 1", {"f": frontier, "p": predicate, "v": valid_at}).fetchall()
+        frontier = []
+        for entity_id, _ in rows:
+            if entity_id in seen or len(seen) >= GRAPH_ENTITIES:
+                continue
+            seen.add(entity_id)
+            added.append((entity_id, hop))
+            frontier.append(entity_id)
+    return added
+
+
+_PREDICATE = " AND (%(p)s::text IS NULL OR f.predicate = %(p)s)"
+
+
+def _nominate_entities(conn: psycopg.Connection, ids: list[str], predicate: str | None) -> list[str]:
+    return [r[0] for r in conn.execute(
+        "SELECT f.fact_id::text FROM facts f WHERE (f.subject_id = ANY(%(ids)s::uuid[])"
+        " OR f.object_id = ANY(%(ids)s::uuid[]))" + _PREDICATE +
+        " ORDER BY f.evidence_count DESC, f.valid_from DESC NULLS LAST, f.label, f.fact_id LIMIT %(n)s",
+        {"ids": ids, "p": predicate, "n": CANDIDATES}).fetchall()]
+
+
+def _nominate_words(conn: psycopg.Connection, text: str, predicate: str | None) -> list[str]:
+    return [r[0] for r in conn.execute(
+        "SELECT f.fact_id::text FROM facts f WHERE (f.tsv @@ websearch_to_tsquery('english', %(t)s)"
+        " OR f.label ILIKE %(like)s)" + _PREDICATE +
+        " ORDER BY f.evidence_count DESC, f.valid_from DESC NULLS LAST, f.label, f.fact_id LIMIT %(n)s",
+        {"t": text, "like": f"%{text}%", "p": predicate, "n": CANDIDATES}).fetchall()]
+
+
+def _nominate_meaning(conn: psycopg.Connection, vector: Any, predicate: str | None) -> list[str]:
+    return [r[0] for r in conn.execute(
+        "SELECT f.fact_id::text FROM facts f WHERE f.embedding IS NOT NULL" + _PREDICATE +
+        " ORDER BY f.embedding <=> %(v)s, f.fact_id LIMIT %(n)s",
+        {"v": vector, "p": predicate, "n": CANDIDATES}).fetchall()]
+
+
+def _nominate_profiles(conn: psycopg.Connection, vector: Any, predicate: str | None) -> list[str]:
+    """Facts of the 20 entities whose profiles match best (helps list-shaped questions)."""
+    best = [r[0] for r in conn.execute(
+        "SELECT entity_id::text FROM entities WHERE profile_embedding IS NOT NULL"
+        " ORDER BY profile_embedding <=> %s, entity_id LIMIT %s", (vector, GRAPH_ENTITIES)).fetchall()]
+    return _nominate_entities(conn, best, predicate) if best else []
+
+
+def _confirm(conn: psycopg.Connection, ids: list[str]) -> list[tuple]:
+    """The nominated facts still believed (not invalidated), in nomination order."""
+    return conn.execute(f"SELECT {_COLUMNS} FROM facts f WHERE f.fact_id = ANY(%(ids)s::uuid[])"
+                        " AND f.invalidated_at IS NULL ORDER BY array_position(%(ids)s::uuid[], f.fact_id)",
+                        {"ids": ids}).fetchall()
 
 
 def attach_co_members(conn: psycopg.Connection, found: list[FactResult]) -> None:

@@ -148,16 +148,36 @@ def _chunks(conn: psycopg.Connection, where: str, params: dict) -> list[dict[str
 _SEARCHABLE = {"claims": "claim_id", "chunks": "chunk_id"}
 
 
-def nominate(conn: psycopg.Connection, table: str, channel: str, query: str, vector: Any, k: int) -> list[str]:
+_ABOUT = {  # the claims (and chunks carrying them) that mention or assert about the entities %(about)s
+    "claims": "claim_id IN (SELECT claim_id FROM mentions WHERE entity_id = ANY(%(about)s::uuid[])"
+              " UNION SELECT claim_id FROM assertions WHERE subject_id = ANY(%(about)s::uuid[])"
+              " OR object_id = ANY(%(about)s::uuid[]))",
+    "chunks": "chunk_id IN (SELECT co.chunk_id FROM claim_occurrences co WHERE co.claim_id IN"
+              " (SELECT claim_id FROM mentions WHERE entity_id = ANY(%(about)s::uuid[])"
+              " UNION SELECT claim_id FROM assertions WHERE subject_id = ANY(%(about)s::uuid[])"
+              " OR object_id = ANY(%(about)s::uuid[])))",
+}
+
+
+def nominate(conn: psycopg.Connection, table: str, channel: str, query: str, vector: Any, k: int,
+             about: list[str] | None = None) -> list[str]:
     """Nominated ids of `claims` or `chunks`, best first, from one channel: PostgreSQL full-text
-    ranking (`bm25`) or pgvector cosine distance (`semantic`)."""
+    ranking (`bm25`) or pgvector cosine distance (`semantic`); only those about the entities
+    `about` when given."""
     key = _SEARCHABLE[table]  # a fixed name, never caller text
+    restrict = f" AND {_ABOUT[table]}" if about else ""
     if channel == "bm25":
-        sql = (f"SELECT {key}::text FROM {table} WHERE tsv @@ websearch_to_tsquery('english', %(q)s)"
+        sql = (f"SELECT {key}::text FROM {table} WHERE tsv @@ websearch_to_tsquery('english', %(q)s){restrict}"
                f" ORDER BY ts_rank_cd(tsv, websearch_to_tsquery('english', %(q)s)) DESC, {key} LIMIT %(k)s")
     else:
-        sql = f"SELECT {key}::text FROM {table} WHERE embedding IS NOT NULL ORDER BY embedding <=> %(v)s, {key} LIMIT %(k)s"
-    return [r[0] for r in conn.execute(sql, {"q": query, "v": vector, "k": k}).fetchall()]
+        sql = (f"SELECT {key}::text FROM {table} WHERE embedding IS NOT NULL{restrict}"
+               f" ORDER BY embedding <=> %(v)s, {key} LIMIT %(k)s")
+    return [r[0] for r in conn.execute(sql, {"q": query, "v": vector, "k": k, "about": about}).fetchall()]
+
+
+def known_entities(conn: psycopg.Connection, ids: list[str]) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT entity_id::text FROM entities WHERE entity_id = ANY(%s::uuid[])",
+                                       (ids,)).fetchall()}
 
 
 def confirm_claims(conn: psycopg.Connection, ids: list[str]) -> list[dict[str, Any]]:

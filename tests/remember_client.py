@@ -6,8 +6,10 @@ or the error it raised.
 """
 
 import json
+import subprocess
 import sys
 import time
+from pathlib import Path
 from datetime import UTC, datetime
 
 from remember import Client, MemoryApiError, ReadinessRequirements
@@ -78,8 +80,23 @@ def main(url: str) -> None:
     step("readiness_unknown", lambda: dump(c.pipeline_readiness(
         version_ids=("00000000-0000-0000-0000-000000000001",),
         require=ReadinessRequirements(pipeline=True, p1=True, live_graph=True, p3=False))))
+    step("mcp_tools", lambda: mcp_tools(url))
     out["elapsed"] = time.time()
     print(json.dumps(out))
+
+
+def mcp_tools(url: str) -> list[str]:
+    """`remember mcp` over stdio: initialize, then tools/list; the names it lists."""
+    messages = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+    run = subprocess.run([str(Path(sys.executable).parent / "remember"), "mcp", "--api-url", url, "--api-key",
+                          "test-secret"], input="".join(json.dumps(m) + "\n" for m in messages),
+                         capture_output=True, text=True, timeout=120)
+    replies = {r.get("id"): r for r in map(json.loads, filter(None, run.stdout.splitlines()))}
+    if 2 not in replies or "result" not in replies[2]:
+        raise RuntimeError(f"no tools/list answer: {run.stdout[-1000:]} {run.stderr[-1000:]}")
+    return sorted(t["name"] for t in replies[2]["result"]["tools"])
 
 
 if __name__ == "__main__":

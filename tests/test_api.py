@@ -102,6 +102,9 @@ def test_the_remember_client_works_against_corpusmem_serve(served, remember_pyth
     assert not broken, json.dumps(broken, indent=1)[:4000]
 
     assert out["deployment"]["value"]["tools"]["facts_context"] == 3
+    # `remember mcp` lists the tools whose versions /deployment serves: every one of its catalogue
+    assert {"resolve_entity", "facts_context", "claims_and_sources_context", "combined_context", "ingest",
+            "pipeline_readiness", "delete_document", "query_sql", "run_saved_query"} <= set(out["mcp_tools"]["value"])
     assert out["operations"]["value"] == ["resolve_entity", "claims_and_sources_context", "facts_context",
                                           "combined_context"]
     assert [e["canonical_name"] for e in out["resolve_entity"]["value"]["entities"]] == ["Ravi"]

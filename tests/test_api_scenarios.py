@@ -1,0 +1,224 @@
+"""The read API's scenarios over HTTP, in process (FastAPI app, real embedder, no Ray Serve):
+the seed's time-mode table, two people named Dana, an unknown name, every side of a
+contradiction, a retracted fact never served, graph expansion, entity filters, determinism,
+admission limits and a schemathesis run against /openapi.json.
+
+One memory for the module: these tests only read it, except the retraction test, which runs last
+and deletes one document of its own.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+
+from serve import admission
+from serve.app import DeploymentInfo, build_app, open_pools
+from sql import reconcile
+from tests.test_facts import write
+from tests.test_import import do_import
+
+pytestmark = pytest.mark.integration
+
+BILLING, SEARCH, ONCALL = ("Ravi works on billing migration", "Ravi works on search team",
+                           "Ravi is the on-call engineer for billing incidents.")
+DOCS = {
+    "2026-01-15-kickoff.md": "# Billing migration kickoff\n\nRavi has been on the billing migration since yesterday.\n",
+    "2026-06-12-retro.md": "# Billing migration retro\n\nRavi moved from the billing migration to the search "
+                           "team on 1 June.\n",
+    "2026-02-01-roster.md": "# On-call roster\n\nRavi is the on-call engineer for billing incidents.\n",
+    "2026-03-02-search.md": "# Search team notes\n\nDana Kim leads the search team.\n\nDana presented the roadmap.\n",
+    "2026-03-03-finance.md": "# Finance notes\n\nDana Ortiz owns the finance budget.\n\nDana approved the plan.\n",
+    "2026-05-02-spec.md": "# Billing migration: cutover specification\n\nThe cutover is scheduled for June 8.\n",
+    "2026-05-20-standup.md": "# Billing migration stand-up\n\nThe cutover is on June 15.\n",
+    "2026-07-01-signoff.md": "# Sign-off note\n\nMarco owns the vendor sign-off.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def scenario_memory(pg_admin_dsn, template_db, ray_local, tmp_path_factory):
+    from pipeline.settings import load_settings
+    from sql import embedded
+    from tests.conftest import _dsn_for
+
+    root = tmp_path_factory.mktemp("api-scenarios")
+    embedded.ensure_database(pg_admin_dsn, "cm_api_scenarios", template=template_db)
+    settings = load_settings({}, home=root / "home", dsn=_dsn_for(pg_admin_dsn, "cm_api_scenarios"),
+                             object_store=str(root / "objects"))
+    report = do_import(settings, write(root / "docs", DOCS), modified_at_from="path")
+    assert report.counts["failed"] == 0
+    return settings
+
+
+@pytest.fixture(scope="module")
+def embed():
+    from actors.embedder import load_model, resolve_model
+
+    model = load_model(resolve_model("all-MiniLM-L6-v2"), "cpu")
+    return lambda text: model.encode([text], normalize_embeddings=True)[0]
+
+
+def _client(settings, embed, limits: admission.Limits = admission.Limits()) -> Iterator[TestClient]:
+    pools = open_pools(settings.dsn, general=2, retrieval=2, graph=1)
+    info = DeploymentInfo("00000000-0000-0000-0000-0000000000bb", "test", "all-MiniLM-L6-v2",
+                          settings.object_store_uri, 1 << 20, (), limits)
+    with TestClient(build_app(pools, info, embed)) as client:
+        yield client
+    pools.close()
+
+
+@pytest.fixture(scope="module")
+def api(scenario_memory, embed):
+    yield from _client(scenario_memory, embed)
+
+
+def op(api: TestClient, operation: str, /, **arguments) -> dict:
+    response = api.post(f"/operations/{operation}", json=arguments)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def entity(api: TestClient, name: str) -> str:
+    [found] = [e for e in op(api, "resolve_entity", name=name)["entities"] if e["canonical_name"] == name]
+    return found["entity_id"]
+
+
+def matches(envelope: dict) -> dict[str, str]:
+    return {f["label"]: f["temporal_match"] for f in envelope["facts"]}
+
+
+def test_the_time_mode_table_over_http(api):
+    ravi = entity(api, "Ravi")
+    table = [
+        ({"mode": "current"}, {SEARCH: "confirmed", ONCALL: "possible"}),
+        ({"mode": "at", "at": "2026-03-01T00:00:00Z"}, {BILLING: "confirmed", ONCALL: "possible"}),
+        ({"mode": "overlap", "from": "2026-05-15T00:00:00Z", "to": "2026-06-15T00:00:00Z"},
+         {BILLING: "confirmed", SEARCH: "confirmed", ONCALL: "possible"}),
+        ({"mode": "history"}, {BILLING: "confirmed", SEARCH: "confirmed", ONCALL: "possible"}),
+    ]
+    for time_arg, expected in table:
+        got = op(api, "facts_context", query="Ravi", entity_ids=[ravi], time=time_arg)
+        assert {k: v for k, v in matches(got).items() if k in (BILLING, SEARCH, ONCALL)} == expected, time_arg
+        assert got["temporal_scope"]["mode"] == time_arg["mode"] and got["temporal_scope"]["evaluated_at"]
+
+
+def test_two_danas_are_both_candidates_and_an_unknown_name_is_a_typed_negative(api):
+    danas = {e["canonical_name"] for e in op(api, "resolve_entity", name="Dana")["entities"]}
+    assert {"Dana Kim", "Dana Ortiz"} <= danas
+    unknown = op(api, "resolve_entity", name="Zorblax Quentin")
+    assert unknown["entities"] == [] and unknown["negative"]["kind"] == "unknown_entity"
+    missing = op(api, "facts_context", query="x", entity_ids=["00000000-0000-0000-0000-000000000009"])
+    assert missing["negative"]["kind"] == "unknown_entity" and missing["facts"] == []
+    claims = op(api, "claims_and_sources_context", query="x", entity_ids=["00000000-0000-0000-0000-000000000009"])
+    assert claims["negative"]["kind"] == "unknown_entity" and claims["evidence"] == []
+
+
+def test_a_contradiction_returns_every_side(api):
+    got = op(api, "facts_context", query="cutover", time={"mode": "history"})
+    sides = {f["label"]: f for f in got["facts"] if f["contradiction"]}
+    assert {"The billing migration cutover is scheduled for 2026-06-08.",
+            "The billing migration cutover is scheduled for 2026-06-15."} <= set(sides)
+    for label, fact in sides.items():
+        assert fact["contradiction"]["total"] >= 1
+        assert {m["label"] for m in fact["contradiction"]["co_members"]} <= set(sides) - {label}
+    # a single side asked for alone still carries the others inline
+    one = op(api, "facts_context", query="2026-06-15", k=1, time={"mode": "history"})
+    assert one["facts"][0]["contradiction"]["co_members"]
+
+
+def test_graph_expansion_adds_neighbours_as_nodes_and_predicate_limits_it(api):
+    dana = entity(api, "Dana Kim")
+    got = op(api, "facts_context", query="search", entity_ids=[dana], hops=2)
+    nodes = {n["name"]: n["hops"] for n in got["nodes"]}
+    assert nodes.get("search team") == 1 and nodes.get("Ravi") == 2   # Ravi works on the search team now
+    assert SEARCH in matches(got)
+    narrow = op(api, "facts_context", query="search", entity_ids=[dana], hops=2, predicate="owns")
+    assert narrow["nodes"] == [] and all("owns" in f["label"] for f in narrow["facts"])
+    # overlap and history never expand
+    history = op(api, "facts_context", query="search", entity_ids=[dana], hops=2, time={"mode": "history"})
+    assert history["nodes"] == []
+
+
+def test_claims_and_sources_restricted_to_entities(api):
+    ortiz = entity(api, "Dana Ortiz")
+    got = op(api, "claims_and_sources_context", query="Dana", entity_ids=[ortiz])
+    texts = [c["claim_text"] for c in got["evidence"]]
+    assert texts and all("Kim" not in t and "search" not in t for t in texts)
+    assert any("finance budget" in t for t in texts)
+    everything = op(api, "claims_and_sources_context", query="Dana")
+    assert any("search team" in c["claim_text"] for c in everything["evidence"])
+
+
+def test_the_same_request_gives_the_same_body_apart_from_evaluated_at(api):
+    def strip(body: dict) -> dict:
+        body = copy.deepcopy(body)
+        for part in (body, *(body[k] for k in ("facts", "claims_and_sources") if isinstance(body.get(k), dict))):
+            for key in ("temporal_scope", "freshness"):
+                part.pop(key, None)
+        return body
+
+    for name, arguments in (("facts_context", {"query": "billing migration", "time": {"mode": "history"}}),
+                            ("claims_and_sources_context", {"query": "who leads the cutover"}),
+                            ("combined_context", {"query": "cutover"}),
+                            ("resolve_entity", {"name": "Dana"})):
+        first, second = (op(api, name, **arguments) for _ in range(2))
+        assert strip(first) == strip(second), name
+        scope = first.get("temporal_scope") or first["facts"]["temporal_scope"]
+        assert scope["evaluated_at"]
+
+
+def test_admission_limits_refuse_with_retry_after(scenario_memory, embed):
+    limits = admission.Limits(deployment_per_minute=8)  # burst of 2
+    for api in _client(scenario_memory, embed, limits):
+        statuses = [api.get("/deployment").status_code for _ in range(3)]
+        assert statuses[:2] == [200, 200] and statuses[2] == 429
+        refused = api.get("/deployment")
+        assert refused.json()["detail"]["code"] == "rate_limited"
+        assert int(refused.headers["Retry-After"]) >= 1
+        assert api.get("/healthz").status_code == 200   # never counted
+        time.sleep(7.6)   # 8 a minute: one token every 7.5 s
+        assert api.get("/deployment").status_code == 200
+
+
+def test_schemathesis_finds_no_server_error(api):
+    import schemathesis
+    from hypothesis import HealthCheck, given, settings
+
+    schema = schemathesis.openapi.from_asgi("/openapi.json", api.app)
+    failures = []
+    for operation in schema.get_all_operations():
+        op_ = operation.ok()
+        if op_.method.upper() == "DELETE" or op_.path == "/ingest":
+            continue  # writes: covered by their own tests; here the memory must stay as it is
+
+        @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        @given(case=op_.as_strategy())
+        def check(case):
+            response = case.call()
+            if response.status_code >= 500:
+                failures.append((case.method, case.formatted_path, case.query, case.body, response.status_code))
+
+        check()
+    assert not failures, failures[:5]
+
+
+def test_a_retracted_fact_is_never_served_and_is_counted_as_dropped(api, scenario_memory):
+    """Runs last: it deletes the sign-off note."""
+    label = "Marco owns vendor sign-off"
+    before = op(api, "facts_context", query="Marco owns the vendor sign-off", time={"mode": "history"})
+    assert label in matches(before)
+    with psycopg.connect(scenario_memory.dsn, autocommit=True) as conn:
+        doc = conn.execute("SELECT doc_id::text FROM documents WHERE source_ref LIKE '%signoff.md'").fetchone()[0]
+        started = conn.execute("SELECT now()").fetchone()[0]
+        reconcile.delete_document(conn, doc)
+        reconcile.reconcile_facts(conn, started, None)
+        still_indexed = conn.execute("SELECT embedding IS NOT NULL AND invalidated_at IS NOT NULL FROM facts"
+                                     " WHERE label = %s", (label,)).fetchone()[0]
+    assert still_indexed   # the vector is still there to nominate it
+    after = op(api, "facts_context", query="Marco owns the vendor sign-off", time={"mode": "history"})
+    assert label not in matches(after) and after["dropped_by_hydration"] >= 1
