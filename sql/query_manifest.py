@@ -49,7 +49,7 @@ HEADLINE = (
     "believed the fact."
 )
 
-_MARKER = re.compile(r"^-- @(view|function|support|comments|grants)\b[ \t]*(\w*)[ \t]*$", re.M)
+_MARKER = re.compile(r"^-- @(view|function|support|comments|grants)\b[ \t]*(\w*)[ \t]*$", re.MULTILINE)
 
 
 def space_text() -> str:
@@ -106,7 +106,7 @@ def _result(function: dict[str, Any]) -> str:
 
 def _body(section: str) -> str:
     """A function's body: the text between its `$$` quotes, as PostgreSQL stores it (`prosrc`)."""
-    match = re.search(r"\$\$(.*?)\$\$", section, re.S)
+    match = re.search(r"\$\$(.*?)\$\$", section, re.DOTALL)
     if match is None:
         raise ValueError(f"migration {MIGRATION_FILE}: a function section without a $$ body")
     return match.group(1)
