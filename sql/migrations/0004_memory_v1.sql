@@ -168,8 +168,11 @@ CREATE VIEW memory_v1.chunks_live (
     chunker_version, prefixer_version, created_at) AS
 SELECT cc.deployment_id, ch.chunk_id, ch.doc_id, ch.version_id, cc.representation_id, ch.section_id, ch.ord,
        NULL::integer, NULL::integer, ch.char_start, ch.char_end, NULL::integer, ch.text_hash, NULL::text,
-       CASE WHEN ch.embedding IS NOT NULL THEN ch.text_hash END, NULL::jsonb, NULL::text, NULL::text, NULL::text,
-       CASE WHEN ch.embedding IS NOT NULL THEN dep.embedding_model END, NULL::text, NULL::text, r.created_at
+       -- Every chunk of a ready version is embedded (the version is not ready before). The view must
+       -- not name chunks.embedding: the first import gives that column its dimension with ALTER
+       -- COLUMN TYPE, which PostgreSQL refuses while a view depends on the column.
+       ch.text_hash, NULL::jsonb, NULL::text, NULL::text, NULL::text,
+       dep.embedding_model, NULL::text, NULL::text, r.created_at
 FROM chunks ch
 JOIN memory_v1_private.current_content cc ON cc.version_id = ch.version_id AND cc.doc_id = ch.doc_id
 JOIN representations r ON r.version_id = ch.version_id
