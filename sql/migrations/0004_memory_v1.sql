@@ -61,7 +61,12 @@ WHERE l.current_representation_id IS NOT NULL;
 
 -- @support visible_claims
 CREATE VIEW memory_v1_private.visible_claims AS
-SELECT l.deployment_id, c.*, l.source_kind, l.source_handle
+-- Columns named one by one: a view on claims.embedding would block the ALTER that gives the
+-- vector column its dimension when the deployment pins its model (sql/store.py).
+SELECT l.deployment_id, c.claim_id, c.doc_id, c.version_id, c.chunk_id, c.claim_text, c.source_span, c.char_start,
+       c.char_end, c.added_context, c.is_attributed, c.extractor, c.asserted_at, c.claim_valid_from,
+       c.claim_valid_until, c.claim_valid_precision, c.claim_valid_kind, c.created_at, c.is_current_testimony,
+       l.source_kind, l.source_handle
 FROM claims c
 JOIN memory_v1_private.lineages l ON l.doc_id = c.doc_id
 JOIN versions v ON v.version_id = c.version_id AND v.status <> 'deleted';
@@ -69,7 +74,10 @@ JOIN versions v ON v.version_id = c.version_id AND v.status <> 'deleted';
 -- @support visible_facts
 -- Facts with surviving provenance: evidence from a claim of a live lineage's visible version.
 CREATE VIEW memory_v1_private.visible_facts AS
-SELECT dep.deployment_id, f.*
+-- Columns named one by one, never facts.embedding (see visible_claims).
+SELECT dep.deployment_id, f.fact_id, f.kind, f.subject_id, f.predicate, f.object_id, f.label, f.valid_from,
+       f.valid_until, f.valid_precision, f.ingested_at, f.invalidated_at, f.support, f.evidence_count,
+       f.contradicting_count, f.contradiction_group
 FROM deployment dep
 CROSS JOIN facts f
 WHERE EXISTS (SELECT 1 FROM fact_evidence e JOIN memory_v1_private.visible_claims c ON c.claim_id = e.claim_id
