@@ -14,13 +14,14 @@ sql.validator_parse.QueryRejected: relation_not_allowed: relation pg_catalog.pg_
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlglot import exp
-from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.tokens import Token, TokenType
 
 from sql.query_catalog import INTERACTIVE_LIMITS, RESERVED_PREFIXES
@@ -33,7 +34,8 @@ from sql.validator_grammar import (
     require_memory_v1_relations,
 )
 from sql.validator_parse import (
-    ParseError, QueryRejected, TokenError, parse_tokens, split_statements, strip_order_by_using, tokenize,
+    ParseError, QueryRejected, TokenError, nesting_problem, nodes_of, parse_tokens, split_statements,
+    strip_order_by_using, tokenize,
 )
 
 __all__ = ["FunctionCall", "QueryRejected", "ValidatedStatement", "statement_hash", "validate"]
@@ -108,36 +110,75 @@ def _require_sizes(sql: str, parameters: Sequence[object]) -> list[object]:
     return list(parameters)
 
 
-def _tokens(sql: str) -> list[Token]:
-    try:
-        return tokenize(sql)
-    except TokenError:
-        raise QueryRejected("parse_error", "the statement does not parse as PostgreSQL "
-                                           "(unterminated string, identifier or comment)") from None
+@dataclass(frozen=True)
+class _Front:
+    """Rules 1 to 3 up to the tree, for one text: computed once, shared by `statement_hash` and `validate`."""
+
+    statement_count: int
+    first_keyword: str  # the first token of the one statement, upper-cased ("" unless exactly one)
+    tokens: tuple[Token, ...]  # the one statement's tokens
+    tree: exp.Expr | None
+    order_by_using: tuple[str, ...]  # operators of `ORDER BY … USING`, taken out so that sqlglot can parse
+    parse_error: str | None  # why the text does not parse; None when it does
+    normalized: str  # the statement's tokens, case-folded where PostgreSQL folds; "" when it does not parse
 
 
-def _parse(statement: list[Token], sql: str) -> tuple[exp.Expr, list[str]]:
+def _normalized(tokens: Sequence[Token]) -> str:
+    """The statement without comments or layout, keywords and unquoted names folded to lower case."""
+    return json.dumps([
+        (token.token_type.name,
+         token.text if token.token_type in _STRING_TOKENS or token.token_type == TokenType.IDENTIFIER
+         else token.text.lower())
+        for token in tokens
+    ], ensure_ascii=False, separators=(",", ":"))
+
+
+def _parse(statement: list[Token], sql: str) -> tuple[exp.Expr, tuple[str, ...]]:
     """The tree, and any `ORDER BY … USING` operators taken out so that sqlglot can parse it."""
+    problem = nesting_problem(statement)
+    if problem:
+        raise QueryRejected("parse_error", f"the statement is {problem}")
     try:
-        return parse_tokens(statement, sql), []
-    except ParseError as error:
-        first = error.errors[0] if error.errors else {}
-        where = f" at line {first.get('line')}, column {first.get('col')}" if first.get("line") else ""
-        message = f"the statement does not parse as PostgreSQL{where}: {first.get('description') or 'invalid syntax'}"
-        kept, removed = strip_order_by_using(statement)
-        if removed:
-            try:
-                return parse_tokens(kept, sql), removed
-            except ParseError:
-                pass
-        raise QueryRejected("parse_error", message) from None
+        try:
+            return parse_tokens(statement, sql), ()
+        except ParseError as error:
+            first = error.errors[0] if error.errors else {}
+            where = f" at line {first.get('line')}, column {first.get('col')}" if first.get("line") else ""
+            message = f"the statement does not parse as PostgreSQL{where}: {first.get('description') or 'invalid syntax'}"
+            kept, removed = strip_order_by_using(statement)
+            if removed:
+                try:
+                    return parse_tokens(kept, sql), tuple(removed)
+                except ParseError:
+                    pass
+            raise QueryRejected("parse_error", message) from None
+    except RecursionError:
+        raise QueryRejected("parse_error", "the statement is nested too deeply to parse") from None
+
+
+# The runner asks for the hash and then validates the same text: parse it once.
+@functools.lru_cache(maxsize=2)
+def _front(sql: str) -> _Front:
+    try:
+        statements = split_statements(tokenize(sql))
+    except TokenError:
+        return _Front(0, "", (), None, (), "the statement does not parse as PostgreSQL "
+                                              "(unterminated string, identifier or comment)", "")
+    if len(statements) != 1:
+        return _Front(len(statements), "", (), None, (), "the text holds no statement" if not statements else None, "")
+    statement = statements[0]
+    try:
+        tree, order_by_using = _parse(statement, sql)
+    except QueryRejected as rejection:
+        return _Front(1, statement[0].text.upper(), tuple(statement), None, (), rejection.message, "")
+    return _Front(1, statement[0].text.upper(), tuple(statement), tree, order_by_using, None, _normalized(statement))
 
 
 def reject_write_nodes(tree: exp.Expr) -> None:
     """Rule 2 on the tree: no DML anywhere (writable CTEs), no SELECT INTO, row locks or TABLESAMPLE."""
     if not isinstance(tree, _ROOTS):
         raise QueryRejected("statement_not_allowed", f"only SELECT, VALUES or WITH … SELECT; got {tree.key.upper()}")
-    for node in tree.walk():
+    for node in nodes_of(tree):
         if isinstance(node, _WRITE_OR_UTILITY):
             raise QueryRejected("statement_not_allowed", f"{node.key.upper()} is not allowed; statements are read-only")
         if isinstance(node, exp.Into):
@@ -150,9 +191,10 @@ def reject_write_nodes(tree: exp.Expr) -> None:
 
 def reject_nul(sql: str, tree: exp.Expr, statement: list[Token]) -> None:
     """Rule 3, the rest of it: no NUL byte, in the text or produced by an escape (E'\\0')."""
-    if "\x00" in sql or any("\x00" in literal.name for literal in tree.find_all(exp.Literal, exp.ByteString)):
+    if "\x00" in sql or any(
+            isinstance(node, (exp.Literal, exp.ByteString)) and "\x00" in node.name for node in nodes_of(tree)):
         raise QueryRejected("parse_error", "the statement contains a NUL byte")
-    for token, following in zip(statement, statement[1:]):
+    for token, following in itertools.pairwise(statement):
         # PostgreSQL reads `$1` as one token; sqlglot also takes `$ 1`.
         if token.token_type == TokenType.PARAMETER and (
                 following.token_type != TokenType.NUMBER or following.start != token.end + 1):
@@ -169,7 +211,7 @@ def reject_reserved_names(statement: list[Token]) -> None:
 def require_placeholders(tree: exp.Expr, parameters: list[object]) -> int:
     """Rule 5: placeholders contiguous from $1, and exactly as many parameters as the highest one."""
     numbers: set[int] = set()
-    for parameter in tree.find_all(exp.Parameter):
+    for parameter in (node for node in nodes_of(tree) if isinstance(node, exp.Parameter)):
         literal = parameter.this
         if not (isinstance(literal, exp.Literal) and not literal.is_string and literal.this.isdigit()):
             raise QueryRejected("invalid_parameter", f"placeholder {parameter.sql('postgres')} is not $n")
@@ -185,10 +227,6 @@ def require_placeholders(tree: exp.Expr, parameters: list[object]) -> int:
     return highest
 
 
-def _normalized(tree: exp.Expr) -> str:
-    return normalize_identifiers(tree.copy(), dialect="postgres").sql("postgres", comments=False)
-
-
 def _hash(normalized: str, parameters: Sequence[object]) -> str:
     payload = json.dumps({"statement": normalized, "parameter_types": [_json_type(value) for value in parameters]},
                          sort_keys=True, separators=(",", ":"))
@@ -196,15 +234,13 @@ def _hash(normalized: str, parameters: Sequence[object]) -> str:
 
 
 def statement_hash(sql: str, parameters: Sequence[object] = ()) -> str:
-    """`query_hash` for any text: "" when it does not parse (rejections report it too)."""
-    try:
-        statements = split_statements(tokenize(sql))
-        if not statements:
-            return ""
-        normalized = ";\n".join(_normalized(parse_tokens(statement, sql)) for statement in statements)
-    except (TokenError, ParseError, ValueError):
+    """`query_hash` for any text; "" unless it is one statement that parses (rejections report it too)."""
+    if not isinstance(sql, str) or len(sql.encode("utf-8", "surrogatepass")) > _SQL_TEXT_BYTES:
+        return ""  # never parse more than the text cap allows
+    front = _front(sql)
+    if not front.normalized:
         return ""
-    return _hash(normalized, list(parameters) if isinstance(parameters, Sequence) else [])
+    return _hash(front.normalized, list(parameters) if isinstance(parameters, Sequence) else [])
 
 
 def _ordered(tree: exp.Expr) -> bool:
@@ -216,32 +252,34 @@ def _ordered(tree: exp.Expr) -> bool:
 def validate(sql: str, parameters: Sequence[object] = ()) -> ValidatedStatement:
     """Check one statement against the query space; raises `QueryRejected` with the first broken rule's code."""
     values = _require_sizes(sql, parameters)
-    statements = split_statements(_tokens(sql))
-    if len(statements) > 1:  # rule 1
-        raise QueryRejected("multiple_statements", f"{len(statements)} statements; send exactly one")
-    if not statements:
-        raise QueryRejected("parse_error", "the text holds no statement")
-    statement = statements[0]
-    if statement[0].token_type not in _STATEMENT_STARTS:  # rule 2, before parsing
+    front = _front(sql)
+    if front.statement_count > 1:  # rule 1
+        raise QueryRejected("multiple_statements", f"{front.statement_count} statements; send exactly one")
+    if front.first_keyword and front.tokens[0].token_type not in _STATEMENT_STARTS:  # rule 2, before parsing
         raise QueryRejected("statement_not_allowed",
-                            f"{statement[0].text.upper()} statements are not allowed; only SELECT, VALUES or WITH … SELECT")
-    tree, order_by_using = _parse(statement, sql)  # rule 3
-    reject_write_nodes(tree)  # rule 2
-    reject_nul(sql, tree, statement)  # rule 3
-    reject_reserved_names(statement)  # rule 4
-    placeholder_count = require_placeholders(tree, values)  # rule 5
-    views = require_memory_v1_relations(tree)  # rule 6
-    functions = require_allowed_functions(tree)  # rule 7
-    require_allowed_operators(tree, order_by_using)  # rule 8
-    require_allowed_casts(tree)  # rule 9
-    require_allowed_syntax(tree)  # rule 10
-    require_recursion_template(tree)  # rule 11
-    calls = require_public_call_placement(tree)  # rule 12
-    require_category_quota(calls)  # rule 13
-    require_call_arguments(calls, values)
+                            f"{front.first_keyword} statements are not allowed; only SELECT, VALUES or WITH … SELECT")
+    if front.tree is None:  # rule 3
+        raise QueryRejected("parse_error", front.parse_error or "the statement does not parse as PostgreSQL")
+    tree, statement = front.tree, list(front.tokens)
+    try:
+        reject_write_nodes(tree)  # rule 2
+        reject_nul(sql, tree, statement)  # rule 3
+        reject_reserved_names(statement)  # rule 4
+        placeholder_count = require_placeholders(tree, values)  # rule 5
+        views = require_memory_v1_relations(tree)  # rule 6
+        functions = require_allowed_functions(tree)  # rule 7
+        require_allowed_operators(tree, list(front.order_by_using))  # rule 8
+        require_allowed_casts(tree)  # rule 9
+        require_allowed_syntax(tree)  # rule 10
+        require_recursion_template(tree)  # rule 11
+        calls = require_public_call_placement(tree)  # rule 12
+        require_category_quota(calls)  # rule 13
+        require_call_arguments(calls, values)
+    except RecursionError:  # a tree too deep for a rule: sqlglot's own limit, see validator_parse
+        raise QueryRejected("parse_error", "the statement is nested too deeply to parse") from None
     return ValidatedStatement(
         sql=sql,
-        query_hash=_hash(_normalized(tree), values),
+        query_hash=_hash(front.normalized, values),
         referenced_views=tuple(sorted(set(views))),
         referenced_functions=tuple(sorted(set(functions))),
         public_calls=tuple(calls),

@@ -16,7 +16,7 @@ from sqlglot import exp
 from sql.query_catalog import (
     FUNCTIONS, GRAPH_FUNCTIONS, INTERACTIVE_LIMITS, SCHEMA, SEARCH_FUNCTIONS, SRF_INVOCATIONS_MAX_PER_CATEGORY, VIEWS,
 )
-from sql.validator_parse import CALL_START, QueryRejected, call_name, folded, is_call
+from sql.validator_parse import CALL_START, QueryRejected, call_name, folded, is_call, nodes_of
 
 _MAX_DEPTH = INTERACTIVE_LIMITS["recursion_depth"]
 
@@ -74,9 +74,10 @@ def require_recursion_template(tree: exp.Expr) -> None:
     def refuse(message: str) -> QueryRejected:
         return QueryRejected("unbounded_recursion", message)
 
-    if tree.find(exp.RecursiveWithSearch) is not None:
+    every = nodes_of(tree)
+    if any(isinstance(node, exp.RecursiveWithSearch) for node in every):
         raise refuse("CYCLE and SEARCH clauses are not allowed on a recursive CTE")
-    recursive = [with_ for with_ in tree.find_all(exp.With) if with_.args.get("recursive")]
+    recursive = [with_ for with_ in every if isinstance(with_, exp.With) and with_.args.get("recursive")]
     if not recursive:
         return
     if len(recursive) > 1 or len(recursive[0].expressions) != 1:
@@ -183,7 +184,7 @@ def _argument(call: str, index: int, node: exp.Expr) -> tuple[tuple[str, object]
 def require_public_call_placement(tree: exp.Expr) -> list[FunctionCall]:
     """Rule 12: each public call is its own FROM item of the top-level statement or a top-level CTE body."""
     top = _top_level_selects(tree)
-    found: list[exp.Expr] = [node for node in tree.walk() if is_call(node) and call_name(node) in FUNCTIONS]
+    found: list[exp.Expr] = [node for node in nodes_of(tree) if is_call(node) and call_name(node) in FUNCTIONS]
     found.sort(key=lambda node: node.meta[CALL_START])
     calls: list[FunctionCall] = []
     for ordinal, node in enumerate(found):

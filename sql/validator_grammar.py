@@ -8,12 +8,10 @@ PostgreSQL will look up (see `validator_parse`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from sqlglot import exp
 
 from sql.query_catalog import BUILTIN_FUNCTIONS, FUNCTIONS, SCHEMA, VIEWS
-from sql.validator_parse import QueryRejected, call_name, call_qualifier, folded, is_call
+from sql.validator_parse import QueryRejected, call_name, call_qualifier, folded, is_call, nodes_of
 
 _VIEWS = frozenset(VIEWS)
 _BUILTINS = frozenset(name for names in BUILTIN_FUNCTIONS.values() for name in names)
@@ -76,11 +74,6 @@ STATEMENT_NODE_CLASSES: tuple[type[exp.Expr], ...] = (
 ) + _ALLOWED_OPERATORS
 
 
-def _walk(tree: exp.Expr) -> Iterator[exp.Expr]:
-    """Every node, in source order as far as sqlglot keeps it."""
-    yield from tree.walk(bfs=False)
-
-
 def _display(schema: str | None, name: str | None) -> str:
     return f"{schema}.{name}" if schema else str(name)
 
@@ -124,7 +117,7 @@ def require_memory_v1_relations(tree: exp.Expr) -> list[str]:
     sql.validator_parse.QueryRejected: relation_not_allowed: relation pg_catalog.pg_class is not in memory_v1
     """
     views: list[str] = []
-    for table in tree.find_all(exp.Table):
+    for table in (node for node in nodes_of(tree) if isinstance(node, exp.Table)):
         if not isinstance(table.this, exp.Identifier):
             continue  # a function FROM item or ROWS FROM: judged by the function rules
         name = folded(table.this)
@@ -147,7 +140,7 @@ def require_allowed_functions(tree: exp.Expr) -> list[str]:
     Returns the function names called (public and built-in).
     """
     called: list[str] = []
-    for node in _walk(tree):
+    for node in nodes_of(tree):
         if is_call(node):
             name = call_name(node) or ""
             if name in _SYNTAX_CALLS:
@@ -184,7 +177,7 @@ def _operator_text(node: exp.Expr) -> str:
 
 def require_allowed_operators(tree: exp.Expr, order_by_using: list[str]) -> None:
     """Rule 8: the seed's operator list; anything else, `ORDER BY … USING` included, is refused."""
-    for node in _walk(tree):
+    for node in nodes_of(tree):
         if is_call(node):
             name = call_name(node)
             if name == "any" and not isinstance(node.parent, exp.EQ):
@@ -211,7 +204,7 @@ def _cast_type_allowed(data_type: exp.Expr) -> bool:
 
 def require_allowed_casts(tree: exp.Expr) -> None:
     """Rule 9: `::`, CAST and typed literals only to the seed's types (and arrays of them)."""
-    for cast in tree.find_all(exp.Cast):
+    for cast in (node for node in nodes_of(tree) if isinstance(node, exp.Cast)):
         target = cast.args.get("to")
         if not _cast_type_allowed(target):
             raise QueryRejected("operator_not_allowed", f"cast to {target.sql('postgres') if target else '?'} is not allowed")
@@ -219,7 +212,7 @@ def require_allowed_casts(tree: exp.Expr) -> None:
 
 def require_allowed_syntax(tree: exp.Expr) -> None:
     """Rule 10: every node is one of the seed's syntax elements (`WITHIN GROUP` is not)."""
-    for node in _walk(tree):
+    for node in nodes_of(tree):
         if is_call(node):
             continue  # a call already judged by rule 7; its arguments are still walked
         if not isinstance(node, STATEMENT_NODE_CLASSES):

@@ -17,6 +17,13 @@ from sqlglot.tokens import Token, TokenType
 CALL_NAME = "corpusmem_call_name"
 CALL_QUOTED = "corpusmem_call_quoted"
 CALL_START = "corpusmem_call_start"
+_NODES = "corpusmem_nodes"
+
+# sqlglot's recursive-descent parser needs many Python frames per nesting level, and its
+# subscript parsing is quadratic in a chain's length; past these the statement is refused as
+# unparsable instead of exhausting the stack or the CPU. PostgreSQL arrays have at most 6 dimensions.
+MAX_NESTING = 24
+MAX_CHAINED_SUBSCRIPTS = 6
 
 # Wrappers sqlglot puts around a call (`f(x) OVER (...)`, `f(x) FILTER (...)`, `... WITHIN GROUP`).
 _CALL_WRAPPERS = (exp.Window, exp.Filter, exp.WithinGroup, exp.IgnoreNulls, exp.RespectNulls)
@@ -49,6 +56,9 @@ class _RecordingParser(Postgres.Parser):
 
 
 _DIALECT = Postgres()
+# Subscripts stay as written: sqlglot would rewrite `r[1]` to 0-based for other dialects, typing the
+# array expression each time (milliseconds per subscript, seconds for a crafted statement).
+_DIALECT.INDEX_OFFSET = 0
 
 
 def tokenize(sql: str) -> list[Token]:
@@ -74,6 +84,39 @@ def parse_tokens(tokens: list[Token], sql: str) -> exp.Expr:
     if len(trees) != 1:
         raise ParseError(f"expected one statement, found {len(trees)}")
     return trees[0]
+
+
+def nesting_problem(tokens: list[Token]) -> str | None:
+    """Why a statement is too deeply nested for the parser, or None.
+
+    >>> nesting_problem(tokenize("SELECT r[1][2] FROM t"))
+    >>> nesting_problem(tokenize("SELECT r" + "[1]" * 7))
+    'more than 6 subscripts in a row'
+    """
+    depth = chained = 0
+    previous: Token | None = None
+    for token in tokens:
+        kind = token.token_type
+        if kind in (TokenType.L_PAREN, TokenType.L_BRACKET):
+            depth += 1
+            if depth > MAX_NESTING:
+                return f"nested more than {MAX_NESTING} levels deep"
+        elif kind in (TokenType.R_PAREN, TokenType.R_BRACKET):
+            depth -= 1
+        if kind == TokenType.L_BRACKET:
+            chained = chained + 1 if previous is not None and previous.token_type == TokenType.R_BRACKET else 1
+            if chained > MAX_CHAINED_SUBSCRIPTS:
+                return f"more than {MAX_CHAINED_SUBSCRIPTS} subscripts in a row"
+        previous = token
+    return None
+
+
+def nodes_of(tree: exp.Expr) -> list[exp.Expr]:
+    """Every node of a statement, depth first, walked once and kept on the root for the other rules."""
+    found = tree.meta.get(_NODES)
+    if found is None:
+        found = tree.meta[_NODES] = list(tree.walk(bfs=False))
+    return found
 
 
 def parse_one(sql: str) -> exp.Expr:
@@ -178,5 +221,5 @@ def is_call(node: exp.Expr) -> bool:
 
 __all__ = [
     "CALL_NAME", "ParseError", "QueryRejected", "TokenError", "call_name", "call_qualifier", "folded", "is_call",
-    "parse_one", "parse_tokens", "split_statements", "strip_order_by_using", "tokenize",
+    "nesting_problem", "nodes_of", "parse_one", "parse_tokens", "split_statements", "strip_order_by_using", "tokenize",
 ]
