@@ -282,7 +282,7 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Callable[[str], A
             return envelope(graph.neighborhood(c, entity_id=str(body.entity_id), hops=body.hops,
                                                predicates=body.predicates or [], valid_at=body.valid_at,
                                                believed_at=body.believed_at, limit=body.limit,
-                                               include_paths=body.include_paths))
+                                               include_paths=body.include_paths, continuation=body.continuation))
 
     @app.post("/graph/path")
     def graph_path(body: PathRequest) -> dict[str, Any]:

@@ -7,6 +7,9 @@ runs through one).
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 from datetime import datetime
 from typing import Any
 
@@ -69,26 +72,64 @@ def _path(conn: psycopg.Connection, parent: dict, names: dict[str, str], depth: 
                                                        for n in nodes), edges=tuple(_edge(e) for e in edges))
 
 
+EDGE_BUDGET = 5000   # relations one neighbourhood walk may examine
+
+
+def _cursor_key(entity_id: str, hops: int, predicates: list[str], valid_at: datetime | None,
+                believed_at: datetime | None) -> str:
+    """What a continuation is bound to: the same question, asked again for its next page."""
+    asked = json.dumps([entity_id, hops, sorted(predicates), str(valid_at), str(believed_at)])
+    return hashlib.sha256(asked.encode()).hexdigest()[:16]
+
+
+def _continuation(key: str, offset: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"k": key, "o": offset}).encode()).decode()
+
+
+def _offset(continuation: str | None, key: str) -> int | None:
+    """The page a continuation points at; None when this route did not issue it for this question."""
+    if continuation is None:
+        return 0
+    try:
+        cursor = json.loads(base64.urlsafe_b64decode(continuation.encode()))
+        ok = isinstance(cursor, dict) and cursor.get("k") == key and isinstance(cursor.get("o"), int)
+        return cursor["o"] if ok and cursor["o"] > 0 else None
+    except (ValueError, TypeError):
+        return None
+
+
 def neighborhood(conn: psycopg.Connection, *, entity_id: str, hops: int, predicates: list[str],
-                 valid_at: datetime | None, believed_at: datetime | None, limit: int, include_paths: bool) -> m.Envelope:
+                 valid_at: datetime | None, believed_at: datetime | None, limit: int, include_paths: bool,
+                 continuation: str | None = None) -> m.Envelope:
+    """Entities within `hops`, nearest first, `limit` a page; the next page by `continuation`."""
     at = now()
     names = read_queries.entity_names(conn, [entity_id])
     common: dict[str, Any] = {"grain": "fact", "temporal_scope": _scope(valid_at, believed_at, at),
                               "freshness": freshness(at)}
     if entity_id not in names:
         return m.Envelope(**common, negative=m.Negative(kind="unknown_entity", explanation=f"no entity {entity_id}"))
-    depth, parent, edges, truncated = _walk(conn, entity_id, hops, valid_at=valid_at or at, believed_at=believed_at,
-                                            predicates=predicates, limit=limit)
+    key = _cursor_key(entity_id, hops, predicates, valid_at, believed_at)
+    offset = _offset(continuation, key)
+    if offset is None:
+        return m.Envelope(**common, negative=m.Negative(
+            kind="boundary", explanation="this continuation was not issued for this neighbourhood question",
+            workaround="ask again without a continuation"))
+    depth, parent, _, budget_hit = _walk(conn, entity_id, hops, valid_at=valid_at or at, believed_at=believed_at,
+                                         predicates=predicates, limit=EDGE_BUDGET)
     names = read_queries.entity_names(conn, list(depth))
-    nodes = tuple(m.GraphNode(entity_id=e, name=names.get(e, ""), hops=d)
-                  for e, d in sorted(depth.items(), key=lambda kv: (kv[1], names.get(kv[0], ""), kv[0])))
-    paths = tuple(_path(conn, parent, names, depth, e) for e in depth if e != entity_id) if include_paths else ()
-    return m.Envelope(**common, nodes=nodes, edges=tuple(_edge(e) for e in edges), paths=paths,
-                      truncation=m.Truncation(truncated=truncated, returned=len(edges), estimated_total=len(edges),
-                                              total_is_exact=not truncated,
-                                              reason="result_budget" if truncated else None),
-                      negative=None if edges else m.Negative(kind="known_empty",
-                                                             explanation="no live relation at this entity"))
+    reached = sorted((e for e in depth if e != entity_id), key=lambda e: (depth[e], names.get(e, ""), e))
+    page = reached[offset:offset + limit]
+    more = len(reached) > offset + limit
+    paths = tuple(_path(conn, parent, names, depth, e) for e in page) if include_paths else ()
+    edges = {str(e.relation_id): e for p in paths for e in p.edges}
+    return m.Envelope(
+        **common, nodes=tuple(m.GraphNode(entity_id=e, name=names.get(e, ""), hops=depth[e]) for e in page),
+        edges=tuple(edges.values()), paths=paths,
+        truncation=m.Truncation(truncated=more or budget_hit, returned=len(page), estimated_total=len(reached),
+                                total_is_exact=not budget_hit,
+                                continuation=_continuation(key, offset + limit) if more else None,
+                                reason="expansion_budget" if budget_hit else ("result_budget" if more else None)),
+        negative=None if reached else m.Negative(kind="known_empty", explanation="no live relation at this entity"))
 
 
 def path(conn: psycopg.Connection, *, start: str, end: str, max_hops: int, predicates: list[str],

@@ -61,7 +61,13 @@ def main(url: str) -> None:
     billing = (out["resolve"].get("value", {}).get("entities") or [{}])[0].get("entity_id")
     step("neighborhood", lambda: dump(c.graph_neighborhood(entity_id=ravi, hops=2, limit=50, include_paths=True)))
     step("neighborhood_as_of", lambda: dump(c.graph_neighborhood(
-        entity_id=ravi, hops=1, valid_at=datetime(2026, 3, 1, tzinfo=UTC), believed_at=datetime.now(UTC))))
+        entity_id=ravi, hops=1, valid_at=datetime(2026, 3, 1, tzinfo=UTC), believed_at=datetime.now(UTC),
+        include_paths=True)))
+    step("neighborhood_page", lambda: dump(c.graph_neighborhood(entity_id=ravi, hops=2, limit=1)))
+    cursor = ((out["neighborhood_page"].get("value") or {}).get("truncation") or {}).get("continuation")
+    step("neighborhood_next", lambda: dump(c.graph_neighborhood(entity_id=ravi, hops=2, limit=1, continuation=cursor)))
+    step("neighborhood_foreign", lambda: dump(c.graph_neighborhood(entity_id=billing, hops=2, limit=1,
+                                                                    continuation=cursor)))
     step("path", lambda: dump(c.graph_path(from_entity_id=ravi, to_entity_id=billing, max_hops=3)))
     docs = out["documents"].get("value", {}).get("documents") or [{}, {}]
     step("citation_path", lambda: dump(c.graph_citation_path(from_doc_id=docs[0].get("doc_id"),

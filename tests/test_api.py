@@ -133,6 +133,10 @@ def test_the_remember_client_works_against_corpusmem_serve(served, remember_pyth
     assert len(out["documents"]["value"]["documents"]) == 11
     hood = out["neighborhood"]["value"]
     assert "search team" in {n["name"] for n in hood["nodes"]} and hood["edges"]  # billing ended on 1 June
+    page, nxt = out["neighborhood_page"]["value"], out["neighborhood_next"]["value"]
+    assert len(page["nodes"]) == 1 and page["truncation"]["truncated"] and page["truncation"]["continuation"]
+    assert nxt["nodes"] and nxt["nodes"][0]["entity_id"] != page["nodes"][0]["entity_id"]
+    assert out["neighborhood_foreign"]["value"]["negative"]["kind"] == "boundary"
     march = {e["fact"] for e in out["neighborhood_as_of"]["value"]["edges"]}
     assert "Ravi works on billing migration" in march and "Ravi works on search team" not in march
     assert out["path"]["value"]["negative"]["kind"] == "known_empty"  # no current relation links them now
