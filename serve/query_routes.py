@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
 import psycopg
@@ -118,25 +119,17 @@ def query_router(pools: Any, deployment: Any, embed: Callable[[str], Any]) -> AP
         return runner.run(saved["sql"], body.parameters, caller=caller(request), caps=caps,
                           saved_query=saved_queries.saved_query_ref(saved))
 
-    class registry:
+    @contextmanager
+    def registry() -> Iterator[psycopg.Connection]:
         """A registry connection whose failures are the seed's HTTP errors."""
-
-        def __enter__(self) -> psycopg.Connection:
-            try:
-                self._ctx = pools.general.connection()
-                return self._ctx.__enter__()
-            except psycopg.Error as err:
-                raise HTTPException(500, {"code": "execution_error",
-                                          "message": "the saved-query registry could not be read"}) from err
-
-        def __exit__(self, kind: Any, error: Any, tb: Any) -> bool:
-            self._ctx.__exit__(kind, error, tb)
-            if isinstance(error, saved_queries.SavedQueryError):
-                raise HTTPException(error.status, {"code": error.code, "message": error.message}) from error
-            if isinstance(error, psycopg.Error):
-                raise HTTPException(500, {"code": "execution_error",
-                                          "message": "the saved-query registry could not be read"}) from error
-            return False
+        try:
+            with pools.general.connection() as conn:
+                yield conn
+        except saved_queries.SavedQueryError as err:
+            raise HTTPException(err.status, {"code": err.code, "message": err.message}) from err
+        except psycopg.Error as err:
+            raise HTTPException(500, {"code": "execution_error",
+                                      "message": "the saved-query registry could not be read"}) from err
 
     return router
 

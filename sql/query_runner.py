@@ -22,7 +22,8 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import date, datetime, time as dtime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
+from datetime import time as dtime
 from decimal import Decimal
 from typing import Any
 
@@ -63,7 +64,6 @@ FUNCTION_CODES = ("invalid_parameter", "quota_exceeded", "p1_unavailable", "gene
 GRAPH_BUDGETS = ("depth_budget", "expansion_budget", "frontier_budget", "result_budget", "time_budget")
 # Path rows after the row cap are still read (not kept) so the terminal status row is never lost.
 _GRAPH_STATUS_SCAN = 10_000
-_FETCH_BATCH = 256
 
 # PostgreSQL's own spelling (`format_type`) of the types psycopg names by their catalog name.
 _TYPE_NAMES = {"int2": "smallint", "int4": "integer", "int8": "bigint", "float4": "real",
@@ -338,12 +338,11 @@ class QueryRunner:
                 try:
                     return self._in_transaction(conn, statement, values, vectors, caps, base, clock, explain)
                 finally:
-                    conn.rollback()
+                    if not conn.broken:
+                        conn.rollback()   # never commit: a read-only statement leaves nothing behind
         except PoolTimeout:
             raise Refused("resource_limit", "no sandbox connection became free in time", rejected=False) from None
         except psycopg.OperationalError as err:
-            if isinstance(err, psycopg.errors.QueryCanceled | psycopg.errors.LockNotAvailable):
-                raise Refused(_map_error(err)[0], rejected=False) from None
             _log.warning("sandbox connection failed: %s", err)
             raise Refused("pg_unavailable", rejected=False) from None
 
@@ -384,6 +383,9 @@ class QueryRunner:
                 ("corpusmem.query_vectors", json.dumps(vectors)),
                 ("corpusmem.semantic_invocations", "[]"),
                 ("corpusmem.graph_invocations", "[]"),
+                # Graph functions report their terminal status here and need not emit it as a row:
+                # a statement that does not select row_kind could not tell that row apart.
+                ("corpusmem.graph_status_rows", "omit"),
             )
             # set_config(..., true) is SET LOCAL: every setting ends with this transaction.
             snapshot = conn.execute(
@@ -393,16 +395,16 @@ class QueryRunner:
                 return self._explain(conn, statement, values, base, snapshot, clock)
             return self._fetch(conn, statement, values, caps, base, snapshot, clock)
         except psycopg.Error as err:
-            if isinstance(err, psycopg.OperationalError) and not isinstance(
-                    err, pg.QueryCanceled | pg.LockNotAvailable | pg.InsufficientResources | pg.ProgramLimitExceeded):
-                raise
+            if conn.broken:
+                raise   # the connection itself failed: pg_unavailable
             code, message = _map_error(err)
             raise Refused(code, message, rejected=False) from None
 
     def _explain(self, conn: psycopg.Connection, statement: Any, values: list[Any], base: dict[str, Any],
                  snapshot: datetime, clock: float) -> dict[str, Any]:
         cur = psycopg.RawCursor(conn)
-        cur.execute("EXPLAIN (FORMAT JSON) " + statement.sql, values or None)
+        # Prepared: the extended protocol runs exactly one statement, whatever the text holds.
+        cur.execute("EXPLAIN (FORMAT JSON) " + statement.sql, values, prepare=True)
         plan = cur.fetchone()[0]
         rows = [[json_safe(plan)]]
         base.update(columns=[{"name": "QUERY PLAN", "type": "json", "nullable": True}], rows=rows,
@@ -413,7 +415,7 @@ class QueryRunner:
     def _fetch(self, conn: psycopg.Connection, statement: Any, values: list[Any], caps: Caps,
                base: dict[str, Any], snapshot: datetime, clock: float) -> dict[str, Any]:
         cur = psycopg.RawServerCursor(conn, "corpusmem_statement")
-        cur.execute(statement.sql, values or None)
+        cur.execute(statement.sql, values)   # DECLARE ... CURSOR: one query, extended protocol
         columns = [{"name": d.name, "type": _type_name(conn, d.type_code), "nullable": True}
                    for d in cur.description or []]
         names = [c["name"] for c in columns]
@@ -421,29 +423,30 @@ class QueryRunner:
             call.category == "graph" for call in statement.public_calls) else None
         rows: list[list[Any]] = []
         statuses: list[dict[str, Any]] = []
-        size, truncation, exhausted = 2, None, False
-        want = caps.row_cap + 1
-        while truncation is None and not exhausted:
-            batch = cur.fetchmany(min(_FETCH_BATCH, want - len(rows)) or 1)
-            exhausted = len(batch) < (min(_FETCH_BATCH, want - len(rows)) or 1)
-            for raw in batch:
-                row = [json_safe(v) for v in raw]
-                if kind_at is not None and row[kind_at] == "status":
-                    statuses.append(dict(zip(names, row)))
-                    continue
-                if len(rows) >= caps.row_cap:
-                    truncation = "row_cap"
-                    break
-                added = _row_size(row) + (1 if rows else 0)
-                if size + added > caps.byte_cap:
-                    truncation = "byte_cap"
-                    break
-                rows.append(row)
-                size += added
-        if truncation and kind_at is not None and not exhausted:
+        size, truncation = 2, None
+        # One FETCH of at most row cap + 1 rows: the statement timeout bounds the whole read.
+        batch = cur.fetchmany(caps.row_cap + 1)
+        exhausted = len(batch) <= caps.row_cap
+        for raw in batch:
+            row = [json_safe(v) for v in raw]
+            if kind_at is not None and row[kind_at] == "status":
+                statuses.append(dict(zip(names, row)))
+                continue
+            if len(rows) >= caps.row_cap:
+                truncation = "row_cap"
+                break
+            added = _row_size(row) + (1 if rows else 0)
+            if size + added > caps.byte_cap:
+                truncation = "byte_cap"
+                break
+            rows.append(row)
+            size += added
+        if kind_at is not None and not exhausted:
             for raw in cur.fetchmany(_GRAPH_STATUS_SCAN):
                 if raw[kind_at] == "status":
                     statuses.append(dict(zip(names, [json_safe(v) for v in raw])))
+                else:
+                    truncation = truncation or "row_cap"
         cur.close()
         invocations = conn.execute(
             "SELECT current_setting('corpusmem.semantic_invocations', true),"
@@ -452,8 +455,6 @@ class QueryRunner:
         graph_calls = [c for c in statement.public_calls if c.category == "graph"]
         graphs = [_graph_invocation(i, n, graph_calls) for n, i in enumerate(_json_list(invocations[1]))] or \
             [_graph_invocation(s, n, graph_calls) for n, s in enumerate(statuses)]
-        if graph_calls and len(graphs) < len(graph_calls) and (kind_at is not None or _json_list(invocations[1])):
-            raise Refused("graph_unavailable", rejected=False)
         warnings = [f"{g['function']} (call {g['ordinal']}) reached its {g['truncation_reason']}"
                     for g in graphs if g["truncation_reason"]]
         if truncation is None:
@@ -469,7 +470,7 @@ class QueryRunner:
 
 
 def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _elapsed(clock: float) -> float:
@@ -518,6 +519,12 @@ def _map_error(err: psycopg.Error) -> tuple[str, str]:
         if isinstance(err, pg.UndefinedFunction) or "function" in primary:
             return "function_not_allowed", MESSAGES["function_not_allowed"]
         return "relation_not_allowed", MESSAGES["relation_not_allowed"]
+    if isinstance(err, pg.SyntaxError):
+        # PostgreSQL's own parser refused what sqlglot accepted; a cursor or a prepared statement
+        # holds one query only, so a second statement or a non-query ends here too.
+        if "multiple commands" in primary:
+            return "multiple_statements", "more than one statement"
+        return "parse_error", "the statement does not parse as a PostgreSQL query"
     if isinstance(err, pg.ReadOnlySqlTransaction):
         return "statement_not_allowed", MESSAGES["statement_not_allowed"]
     if isinstance(err, pg.InsufficientResources | pg.ProgramLimitExceeded | pg.OutOfMemory | pg.DiskFull
