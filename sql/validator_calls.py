@@ -236,8 +236,7 @@ def require_call_arguments(calls: list[FunctionCall], parameters: list[object]) 
     """Argument checks (`invalid_parameter`): graph `$1`, both clocks or neither, search `k` at least 1."""
     for call in calls:
         if call.name in GRAPH_FUNCTIONS:
-            first = call.arguments[0] if call.arguments and not call.argument_names[0] else None
-            if first != ("param", 1):
+            if _argument_at(call, 0, "deployment_id") != ("param", 1):
                 raise QueryRejected("invalid_parameter",
                                     f"the first argument of {call.name} must be the parameter $1, this deployment's id")
             if call.name in _CLOCK_POSITIONS:

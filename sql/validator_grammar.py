@@ -74,6 +74,12 @@ STATEMENT_NODE_CLASSES: tuple[type[exp.Expr], ...] = (
 ) + _ALLOWED_OPERATORS
 
 
+def _string_continuation(node: exp.Expr) -> bool:
+    """`'a'` newline `'b'`: PostgreSQL joins adjacent string literals; sqlglot builds a Concat."""
+    return isinstance(node, exp.Concat) and not is_call(node) and all(
+        isinstance(part, exp.Literal) and part.is_string for part in node.expressions)
+
+
 def _display(schema: str | None, name: str | None) -> str:
     return f"{schema}.{name}" if schema else str(name)
 
@@ -158,7 +164,7 @@ def require_allowed_functions(tree: exp.Expr) -> list[str]:
                 and not node.this.quoted and node.name.lower() in _SQL_VALUE_KEYWORDS:
             raise QueryRejected("function_not_allowed", f"function {node.name.lower()} is not allowed")
         elif isinstance(node, exp.Func) and not isinstance(node, (exp.Binary, exp.Unary, exp.Predicate)) \
-                and not isinstance(node, _FUNCTION_SHAPED_OPERATORS) \
+                and not isinstance(node, _FUNCTION_SHAPED_OPERATORS) and not _string_continuation(node) \
                 and not isinstance(node, (exp.Cast, exp.Array, exp.Case, exp.If)):
             # A function sqlglot built from special syntax (UNNEST, a clock or session keyword).
             name = node.name if isinstance(node, exp.Anonymous) else node.sql_name().lower()
@@ -213,7 +219,7 @@ def require_allowed_casts(tree: exp.Expr) -> None:
 def require_allowed_syntax(tree: exp.Expr) -> None:
     """Rule 10: every node is one of the seed's syntax elements (`WITHIN GROUP` is not)."""
     for node in nodes_of(tree):
-        if is_call(node):
+        if is_call(node) or _string_continuation(node):
             continue  # a call already judged by rule 7; its arguments are still walked
         if not isinstance(node, STATEMENT_NODE_CLASSES):
             label = "WITHIN GROUP" if isinstance(node, exp.WithinGroup) else node.key.upper()

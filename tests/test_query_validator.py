@@ -105,6 +105,8 @@ VALID = SEED_VALID + [
     ("WITH facts AS (SELECT 1 AS a) SELECT a FROM facts", []),  # a CTE may take any name
     ("SELECT DISTINCT ON (a) a FROM facts_current ORDER BY a OFFSET 1 FETCH FIRST 2 ROWS ONLY", []),
     ("SELECT 1 --; DROP TABLE facts", []),
+    ("SELECT 1 -- a form feed does not end a comment\x0c; DROP TABLE facts", []),
+    ("SELECT $a$ x $A$; DROP TABLE facts; $a$", []),  # dollar-quote tags are case-sensitive: one string
     ("SELECT 1 /* a /* nested */ ; DROP TABLE facts */", []),
     ("SELECT * FROM facts_current WHERE fact_label = $$x'; DROP TABLE facts; --$$", []),
     ("SELECT * FROM fetch_chunk_bodies($1::uuid[])", [["4f1c2a8e-0000-4000-8000-000000000001"]]),
@@ -114,6 +116,10 @@ VALID = SEED_VALID + [
     ("SELECT * FROM graph_citation_path($1::uuid, $2::uuid, $3::uuid, 3)", ["d", "a", "b"]),
     ("SELECT * FROM lexical_chunks($1, 5, '{\"section_role\": \"body\"}'::jsonb)", ["cutover"]),
     ("SELECT * FROM semantic_claims(query => $1, k => 5)", ["cutover"]),
+    ("SELECT * FROM graph_neighborhood(deployment_id => $1, start_entity_id => $2::uuid)", ["d", "a"]),
+    ("SELECT 'adjacent'\n'literals' FROM facts_current", []),  # PostgreSQL's string continuation
+    ("SELECT * FROM facts_current ORDER BY fact_id LIMIT 5 OFFSET 5", []),
+    ("SELECT a[1:2], (SELECT 1), ARRAY(SELECT 1) FROM facts_current NATURAL JOIN claims_live", []),
     ("WITH s AS (SELECT * FROM semantic_claims($1, 5)) SELECT * FROM s JOIN claims_live USING (claim_id)", ["x"]),
     ("WITH RECURSIVE reach(entity_id, depth) AS (SELECT object_entity_id, 0 FROM graph_edges_current UNION ALL "
      "SELECT e.object_entity_id, 1 + depth FROM reach JOIN memory_v1.graph_edges_current AS e "
@@ -249,6 +255,10 @@ REJECTED = [
     ("SELECT a = ALL($1) FROM facts_current", [[1]], "operator_not_allowed"),
     ("SELECT a > ANY($1) FROM facts_current", [[1]], "operator_not_allowed"),
     ("SELECT * FROM facts_current ORDER BY a USING <", [], "operator_not_allowed"),
+    ("SELECT array_agg(a ORDER BY a USING <) FROM facts_current", [], "operator_not_allowed"),
+    ("SELECT count(*) OVER (ORDER BY a USING >) FROM facts_current", [], "operator_not_allowed"),
+    ("SELECT * FROM facts_current WHERE a = SOME(SELECT b FROM claims_live)", [], "operator_not_allowed"),
+    ("SELECT * FROM facts_current WHERE t LIKE ANY($1)", [["x"]], "operator_not_allowed"),
     ("SELECT * FROM facts_current ORDER BY a USING OPERATOR(pg_catalog.<) NULLS LAST, b", [], "operator_not_allowed"),
     # 9 casts
     ("SELECT 'pg_class'::regclass FROM facts_current", [], "operator_not_allowed"),
@@ -260,6 +270,8 @@ REJECTED = [
     # 10 syntax
     ("SELECT count(*) WITHIN GROUP (ORDER BY a) FROM facts_current", [], "statement_not_allowed"),
     ("SELECT d AT TIME ZONE 'UTC' FROM facts_current", [], "statement_not_allowed"),
+    ("SELECT :name FROM facts_current", [], "statement_not_allowed"),
+    ("SELECT %s FROM facts_current", [], "statement_not_allowed"),
     # 12 placement
     ("SELECT semantic_claims($1, 2)", ["x"], "function_placement_not_allowed"),
     ("SELECT * FROM (SELECT * FROM semantic_claims($1, 2)) s", ["x"], "function_placement_not_allowed"),
@@ -288,7 +300,11 @@ REJECTED = [
      "invalid_parameter"),
     ("SELECT * FROM graph_path($1, $2, $3, 4, NULL, $4, $5)", ["d", "a", "b", None, "2026-01-01T00:00:00Z"],
      "invalid_parameter"),
+    ("SELECT * FROM graph_neighborhood(start_entity_id => $1, deployment_id => $2)", ["a", "d"], "invalid_parameter"),
+    ("SELECT * FROM graph_neighborhood($1, $2, valid_at => $3::timestamptz)", ["d", "a", "2026-01-01T00:00:00Z"],
+     "invalid_parameter"),
     ("SELECT * FROM semantic_claims($1, 0)", ["x"], "invalid_parameter"),
+    ("SELECT * FROM semantic_claims($1, k => -1)", ["x"], "invalid_parameter"),
     ("SELECT * FROM lexical_chunks($1, $2)", ["x", -3], "invalid_parameter"),
 ]
 
@@ -403,6 +419,11 @@ HOSTILE = [
     ("SELECT * FROM facts_current WHERE a = $q$x$q$; DROP TABLE facts", "multiple_statements"),
     ("SELECT E'\\x00' FROM facts_current", "parse_error"),
     ("SELECT 'a\x00'", "parse_error"),
+    ("SELECT 1 -- a comment ends at a carriage return\r; DELETE FROM facts", "multiple_statements"),
+    ("SELECT $a$ x $a$; DELETE FROM facts; $a$", "parse_error"),  # PostgreSQL: unterminated dollar quote
+    ("SELECT CURRENT_TIME(2) FROM facts_current", "function_not_allowed"),
+    ("SELECT int4('1'), regclass('pg_authid') FROM facts_current", "function_not_allowed"),
+    ("SELECT 1 WHERE EXISTS (TABLE facts)", "relation_not_allowed"),
     ("SELECT * FROM facts_current f1, facts f2", "relation_not_allowed"),
     ("SELECT (SELECT max(secret) FROM api_credentials) FROM facts_current", "relation_not_allowed"),
     ("SELECT * FROM memory_v1.facts_current JOIN pg_catalog.pg_roles ON TRUE", "relation_not_allowed"),
