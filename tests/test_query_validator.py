@@ -567,7 +567,7 @@ _FRAGMENTS = ["SELECT", "FROM", "WHERE", "(", ")", ",", ";", "'", '"', "$1", "$$
               "UNION", "semantic_claims($1, 2)", "ORDER BY", "USING", "1", "x", "\\", "E'", "U&", "\x00", "ARRAY", "ANY"]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.sampled_from(_FRAGMENTS), max_size=30), st.lists(st.integers(), max_size=3))
 def test_any_text_is_validated_or_refused_with_a_code(fragments: list[str], parameters: list[int]) -> None:
     sql = " ".join(fragments)
@@ -582,7 +582,7 @@ def test_any_text_is_validated_or_refused_with_a_code(fragments: list[str], para
     assert set(statement.referenced_views) <= set(query_catalog.VIEWS)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     st.lists(st.sampled_from(list(query_catalog.VIEWS) + _FORBIDDEN_RELATIONS), min_size=1, max_size=3),
     st.lists(st.sampled_from(_ALLOWED_FUNCTIONS + _FORBIDDEN_FUNCTIONS), min_size=1, max_size=4),
