@@ -144,7 +144,8 @@ def _parse(statement: list[Token], sql: str) -> tuple[exp.Expr, tuple[str, ...]]
         except ParseError as error:
             first = error.errors[0] if error.errors else {}
             where = f" at line {first.get('line')}, column {first.get('col')}" if first.get("line") else ""
-            message = f"the statement does not parse as PostgreSQL{where}: {first.get('description') or 'invalid syntax'}"
+            reason = first.get("description") or "invalid syntax"
+            message = f"the statement does not parse as PostgreSQL{where}: {reason}"
             kept, removed = strip_order_by_using(statement)
             if removed:
                 try:

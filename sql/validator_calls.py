@@ -53,7 +53,8 @@ def _int_literal(node: exp.Expr | None) -> int | None:
 
 def _is_depth(node: exp.Expr, qualifiers: set[str | None]) -> bool:
     node = _unparen(node)
-    return isinstance(node, exp.Column) and folded(node.this) == "depth" and (folded(node.args.get("table")) in qualifiers)
+    return isinstance(node, exp.Column) and folded(node.this) == "depth" \
+        and folded(node.args.get("table")) in qualifiers
 
 
 def _refs(select: exp.Expr, name: str) -> list[exp.Table]:
@@ -69,7 +70,7 @@ def require_recursion_template(tree: exp.Expr) -> None:
     ...     "WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r) SELECT n FROM r"))
     Traceback (most recent call last):
     ...
-    sql.validator_parse.QueryRejected: unbounded_recursion: the anchor of recursive CTE r must set depth to the literal 0
+    sql.validator_parse.QueryRejected: unbounded_recursion: the anchor of recursive CTE r must set depth to ...
     """
     def refuse(message: str) -> QueryRejected:
         return QueryRejected("unbounded_recursion", message)
@@ -136,7 +137,8 @@ def require_recursion_template(tree: exp.Expr) -> None:
             if bound > _MAX_DEPTH:
                 raise refuse(f"recursion depth bound {bound} is over {_MAX_DEPTH}")
             return
-    raise refuse(f"the recursive term of {name} needs a top-level condition depth < N (N at most {_MAX_DEPTH}), not inside an OR")
+    raise refuse(f"the recursive term of {name} needs a top-level condition depth < N "
+                 f"(N at most {_MAX_DEPTH}), not inside an OR")
 
 
 def _top_level_selects(tree: exp.Expr) -> list[exp.Expr]:
@@ -243,7 +245,8 @@ def require_call_arguments(calls: list[FunctionCall], parameters: list[object]) 
                 given = [_value(_argument_at(call, position, clock), parameters)[0]
                          for position, clock in zip(_CLOCK_POSITIONS[call.name], _CLOCK_NAMES)]
                 if given[0] != given[1]:
-                    raise QueryRejected("invalid_parameter", f"{call.name} needs both valid_at and believed_at, or neither")
+                    raise QueryRejected("invalid_parameter",
+                                        f"{call.name} needs both valid_at and believed_at, or neither")
         if call.name in SEARCH_FUNCTIONS:
             present, k = _value(_argument_at(call, 1, "k"), parameters)
             if present and isinstance(k, (int, float)) and not isinstance(k, bool) and k < 1:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from sql.query_catalog import BUILTIN_FUNCTIONS, FUNCTIONS, SCHEMA, VIEWS
-from sql.validator_parse import QueryRejected, call_name, call_qualifier, folded, is_call, nodes_of
+from sql.validator_parse import CALL_OUTER, QueryRejected, call_name, call_qualifier, folded, is_call, nodes_of
 
 _VIEWS = frozenset(VIEWS)
 _BUILTINS = frozenset(name for names in BUILTIN_FUNCTIONS.values() for name in names)
@@ -160,6 +160,9 @@ def require_allowed_functions(tree: exp.Expr) -> list[str]:
             if malformed or schema not in allowed_schemas:
                 raise QueryRejected("function_not_allowed", f"function {_display(schema, name)} is not allowed")
             called.append(name)
+            for outer in node.meta.get(CALL_OUTER, ()):
+                if outer not in _BUILTINS:
+                    raise QueryRejected("function_not_allowed", f"function {outer} is not allowed")
         elif isinstance(node, exp.Column) and not node.table and isinstance(node.this, exp.Identifier) \
                 and not node.this.quoted and node.name.lower() in _SQL_VALUE_KEYWORDS:
             raise QueryRejected("function_not_allowed", f"function {node.name.lower()} is not allowed")
@@ -197,7 +200,8 @@ def require_allowed_operators(tree: exp.Expr, order_by_using: list[str]) -> None
         if operator_like and not isinstance(node, _NOT_OPERATORS + _ALLOWED_OPERATORS + (exp.Any, exp.Exists)):
             raise QueryRejected("operator_not_allowed", f"operator {_operator_text(node)} is not allowed")
     if order_by_using:
-        raise QueryRejected("operator_not_allowed", f"operator {order_by_using[0]} in ORDER BY ... USING is not allowed")
+        raise QueryRejected("operator_not_allowed",
+                            f"operator {order_by_using[0]} in ORDER BY ... USING is not allowed")
 
 
 def _cast_type_allowed(data_type: exp.Expr) -> bool:
@@ -213,7 +217,8 @@ def require_allowed_casts(tree: exp.Expr) -> None:
     for cast in (node for node in nodes_of(tree) if isinstance(node, exp.Cast)):
         target = cast.args.get("to")
         if not _cast_type_allowed(target):
-            raise QueryRejected("operator_not_allowed", f"cast to {target.sql('postgres') if target else '?'} is not allowed")
+            shown = target.sql("postgres") if target is not None else "?"
+            raise QueryRejected("operator_not_allowed", f"cast to {shown} is not allowed")
 
 
 def require_allowed_syntax(tree: exp.Expr) -> None:

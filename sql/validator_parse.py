@@ -17,6 +17,9 @@ from sqlglot.tokens import Token, TokenType
 CALL_NAME = "corpusmem_call_name"
 CALL_QUOTED = "corpusmem_call_quoted"
 CALL_START = "corpusmem_call_start"
+# Spellings of enclosing calls whose builder handed back this same node (none do in sqlglot 30.30;
+# kept so that such a call could never skip the name check).
+CALL_OUTER = "corpusmem_call_outer"
 _NODES = "corpusmem_nodes"
 
 # sqlglot's recursive-descent parser needs many Python frames per nesting level, and its
@@ -41,17 +44,22 @@ class QueryRejected(Exception):
 class _RecordingParser(Postgres.Parser):
     """The PostgreSQL parser, plus the source spelling of every function call on the node it builds."""
 
-    def _parse_function_call(self, functions=None, anonymous=False, optional_parens=True, any_token=False):  # type: ignore[no-untyped-def]
+    def _parse_function_call(  # type: ignore[no-untyped-def]
+        self, functions=None, anonymous=False, optional_parens=True, any_token=False,
+    ):
         token = self._curr
         node = super()._parse_function_call(functions, anonymous, optional_parens, any_token)
         if node is not None and token is not None:
             target = node
             while isinstance(target, _CALL_WRAPPERS) and isinstance(target.this, exp.Expr):
                 target = target.this
+            quoted = token.token_type == TokenType.IDENTIFIER
             if CALL_NAME not in target.meta:
                 target.meta[CALL_NAME] = token.text
-                target.meta[CALL_QUOTED] = token.token_type == TokenType.IDENTIFIER
+                target.meta[CALL_QUOTED] = quoted
                 target.meta[CALL_START] = token.start
+            elif target.meta[CALL_START] != token.start:
+                target.meta.setdefault(CALL_OUTER, []).append(token.text if quoted else token.text.lower())
         return node
 
 

@@ -155,7 +155,8 @@ RECURSION_BROKEN = {
     "no bound": RECURSION.replace("WHERE r.depth < 3", ""),
     "depth + 2": RECURSION.replace("r.depth + 1", "r.depth + 2"),
     "self-reference twice": RECURSION.replace("FROM reach AS r", "FROM reach AS r JOIN reach AS q ON TRUE"),
-    "subquery in FROM": RECURSION.replace("JOIN graph_edges_current AS e", "JOIN (SELECT * FROM graph_edges_current) AS e"),
+    "subquery in FROM": RECURSION.replace("JOIN graph_edges_current AS e",
+                                          "JOIN (SELECT * FROM graph_edges_current) AS e"),
     "two CTEs": RECURSION.replace("\nSELECT DISTINCT", ", other AS (SELECT 1)\nSELECT DISTINCT"),
     "CYCLE": RECURSION.replace(")\nSELECT DISTINCT", ") CYCLE entity_id SET is_cycle USING path\nSELECT DISTINCT"),
     "SEARCH": RECURSION.replace(")\nSELECT DISTINCT", ") SEARCH DEPTH FIRST BY entity_id SET ord\nSELECT DISTINCT"),
@@ -309,7 +310,8 @@ REJECTED = [
 ]
 
 
-@pytest.mark.parametrize(("sql", "parameters", "code"), REJECTED, ids=[f"{n}-{c}" for n, (_, _, c) in enumerate(REJECTED)])
+@pytest.mark.parametrize(("sql", "parameters", "code"), REJECTED,
+                         ids=[f"{n}-{code}" for n, (_, _, code) in enumerate(REJECTED)])
 def test_each_rule_has_its_code(sql: str, parameters: list, code: str) -> None:
     with pytest.raises(QueryRejected) as rejected:
         validate(sql, parameters)
@@ -564,7 +566,8 @@ _ALLOWED_FUNCTIONS = ["count(*)", "lower(t)", "coalesce(a, 0)", "pg_catalog.uppe
                       "date_trunc('day', d)", "max(a)"]
 _FRAGMENTS = ["SELECT", "FROM", "WHERE", "(", ")", ",", ";", "'", '"', "$1", "$$", "--", "/*", "*/", "::", "[", "]",
               "facts_current", "pg_class", "lower", "now()", "AND", "OR", "NOT", "=", "<", "WITH", "RECURSIVE", "AS",
-              "UNION", "semantic_claims($1, 2)", "ORDER BY", "USING", "1", "x", "\\", "E'", "U&", "\x00", "ARRAY", "ANY"]
+              "UNION", "semantic_claims($1, 2)", "ORDER BY", "USING", "1", "x", "\\", "E'", "U&", "\x00", "ARRAY",
+              "ANY"]
 
 
 @settings(max_examples=60, deadline=None)
