@@ -249,5 +249,7 @@ def require_call_arguments(calls: list[FunctionCall], parameters: list[object]) 
                                         f"{call.name} needs both valid_at and believed_at, or neither")
         if call.name in SEARCH_FUNCTIONS:
             present, k = _value(_argument_at(call, 1, "k"), parameters)
+            if isinstance(k, str) and k.strip().lstrip("-").isdigit():
+                k = int(k)  # PostgreSQL casts a text parameter to the integer argument
             if present and isinstance(k, (int, float)) and not isinstance(k, bool) and k < 1:
                 raise QueryRejected("invalid_parameter", f"k of {call.name} must be at least 1, got {k}")

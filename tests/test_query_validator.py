@@ -105,6 +105,8 @@ VALID = SEED_VALID + [
     ("WITH facts AS (SELECT 1 AS a) SELECT a FROM facts", []),  # a CTE may take any name
     ("SELECT DISTINCT ON (a) a FROM facts_current ORDER BY a OFFSET 1 FETCH FIRST 2 ROWS ONLY", []),
     ("SELECT 1 --; DROP TABLE facts", []),
+    ("SELECT count(*) FROM facts_current;", []),  # a trailing semicolon ends the one statement
+    ("SELECT count(*) FROM facts_current; -- and a comment", []),
     ("SELECT 1 -- a form feed does not end a comment\x0c; DROP TABLE facts", []),
     ("SELECT $a$ x $A$; DROP TABLE facts; $a$", []),  # dollar-quote tags are case-sensitive: one string
     ("SELECT 1 /* a /* nested */ ; DROP TABLE facts */", []),
@@ -307,6 +309,7 @@ REJECTED = [
     ("SELECT * FROM semantic_claims($1, 0)", ["x"], "invalid_parameter"),
     ("SELECT * FROM semantic_claims($1, k => -1)", ["x"], "invalid_parameter"),
     ("SELECT * FROM lexical_chunks($1, $2)", ["x", -3], "invalid_parameter"),
+    ("SELECT * FROM lexical_chunks($1, $2)", ["x", "0"], "invalid_parameter"),
 ]
 
 
