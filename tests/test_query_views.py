@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 import psycopg
 import pytest
+from psycopg import sql as pgsql
 
 from pipeline.settings import load_settings
 from sql import facts_read, query_catalog, query_manifest, reconcile
@@ -117,8 +118,9 @@ def test_the_sandbox_role_refuses(corpus, statement):
     with sandbox(corpus[0]) as conn:
         # even with its read-only default lifted, privileges alone stop each of these
         conn.execute("SET default_transaction_read_only = off")
-        with pytest.raises(psycopg.errors.InsufficientPrivilege | psycopg.errors.UndefinedTable
-                           | psycopg.errors.InvalidSchemaName | psycopg.errors.ObjectNotInPrerequisiteState):
+        with pytest.raises((psycopg.errors.InsufficientPrivilege, psycopg.errors.UndefinedTable,
+                            psycopg.errors.InvalidSchemaName,
+                            psycopg.errors.ObjectNotInPrerequisiteState)):  # a view is not updatable
             conn.execute(statement)
         assert conn.execute("SELECT current_user").fetchone()[0] == query_catalog.SANDBOX_ROLE
         assert conn.execute("SELECT count(*) FROM memory_v1.facts_current").fetchone()[0] > 0
@@ -332,12 +334,14 @@ def test_search_functions_confirm_against_the_views_and_report_each_call(corpus)
             ("SELECT * FROM memory_v1.lexical_chunks('billing', 5, '{\"section_role\": \"poetry\"}')",
              "invalid_parameter: "),
             ("SELECT * FROM memory_v1.lexical_claims('billing', 0)", "invalid_parameter: "),
-            (("SELECT * FROM memory_v1.lexical_claims('a', 100) a, memory_v1.lexical_claims('b', 100) b,"
-              " memory_v1.lexical_claims('c', 100) c"), "quota_exceeded: "),
+            # every call finds rows, so the executor runs all three (an empty side would stop the join)
+            (("SELECT * FROM memory_v1.lexical_claims('Ravi', 100) a, memory_v1.lexical_claims('billing', 100) b,"
+              " memory_v1.lexical_claims('team', 100) c"), "quota_exceeded: "),
         ]
         for statement, prefix in refusals:
             with pytest.raises(psycopg.Error, match="^" + re.escape(prefix)), conn.transaction():
-                conn.execute(statement)
+                conn.execute(statement).fetchall()
+                pytest.fail(f"not refused: {statement}")
 
 
 def test_deleting_a_document_removes_it_from_every_live_view(corpus):
@@ -397,8 +401,8 @@ def test_check_live_reports_a_changed_view_comment_or_function(corpus):
         conn.execute("COMMENT ON COLUMN memory_v1.facts_current.evidence_count IS 'how many'")
         assert query_manifest.check_live(conn) == \
             "memory_v1.facts_current.evidence_count: its comment differs from the manifest"
-        conn.execute("COMMENT ON COLUMN memory_v1.facts_current.evidence_count IS %s",
-                     (column_comment("facts_current", "evidence_count"),))
+        conn.execute(pgsql.SQL("COMMENT ON COLUMN memory_v1.facts_current.evidence_count IS {}").format(
+            column_comment("facts_current", "evidence_count")))
         assert query_manifest.check_live(conn) is None
         conn.execute("CREATE OR REPLACE FUNCTION memory_v1.canonical_bounds(valid_from timestamptz,"
                      " valid_until timestamptz, valid_precision text)"
