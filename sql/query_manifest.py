@@ -185,9 +185,14 @@ ORDER BY c.relname, a.attnum"""
 
 _LIVE_FUNCTIONS = """
 SELECT p.proname, pg_get_function_identity_arguments(p.oid), pg_get_function_result(p.oid), p.prosrc,
-       obj_description(p.oid, 'pg_proc'), p.prosecdef
+       obj_description(p.oid, 'pg_proc'), p.prosecdef, coalesce(p.proconfig, '{}')
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE n.nspname = 'memory_v1' ORDER BY 1, 2"""
+
+
+# Every public function runs as the owner: with a fixed search_path, a name in its body can only
+# mean the object the migration meant (pg_temp last, so a temporary object never shadows one).
+_SEARCH_PATH = "search_path=pg_catalog, pg_temp"
 
 
 def _live(conn: psycopg.Connection) -> tuple[list[tuple], list[tuple], int]:
@@ -251,7 +256,7 @@ def check_live(conn: psycopg.Connection, value: dict[str, Any] | None = None) ->
             return f"memory_v1.{name}() is missing"
         if len(rows) > 1:
             return f"memory_v1.{name}() has {len(rows)} overloads"
-        _, arguments, result, source, comment, definer = rows[0]
+        _, arguments, result, source, comment, definer, config = rows[0]
         if arguments != _signature(function):
             return f"memory_v1.{name}({arguments}): the manifest says ({_signature(function)})"
         if result != _result(function):
@@ -262,6 +267,8 @@ def check_live(conn: psycopg.Connection, value: dict[str, Any] | None = None) ->
             return f"memory_v1.{name}(): its comment differs from the manifest"
         if not definer:
             return f"memory_v1.{name}() is not SECURITY DEFINER"
+        if _SEARCH_PATH not in config:
+            return f"memory_v1.{name}() does not fix its search_path to {_SEARCH_PATH.split('=', 1)[1]}"
     return None
 
 

@@ -214,7 +214,7 @@ WHERE is_current_testimony;
 -- instant of the last day (month, quarter, year) or the instant itself; all units are UTC.
 CREATE FUNCTION memory_v1.canonical_bounds(valid_from timestamptz, valid_until timestamptz, valid_precision text)
 RETURNS TABLE (canon_start timestamptz, canon_end timestamptz)
-LANGUAGE plpgsql IMMUTABLE SECURITY DEFINER SET search_path = pg_catalog
+LANGUAGE plpgsql IMMUTABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     unit text;
@@ -764,7 +764,7 @@ CREATE FUNCTION memory_v1.semantic_claims(query text, k integer, filters jsonb D
 RETURNS TABLE (rank integer, score double precision, channel text, claim_id uuid, doc_id uuid, claim_text text,
                source_handle text, source_kind text, asserted_at timestamptz, claim_valid_from timestamptz,
                claim_valid_until timestamptz)
-LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$ SELECT * FROM memory_v1_private.search_claims('semantic_claims', 'semantic', query, k, filters,
                                                      embedding_input_policy_version, embedder_generation) $$;
 
@@ -773,7 +773,7 @@ CREATE FUNCTION memory_v1.lexical_claims(query text, k integer, filters jsonb DE
 RETURNS TABLE (rank integer, score double precision, channel text, claim_id uuid, doc_id uuid, claim_text text,
                source_handle text, source_kind text, asserted_at timestamptz, claim_valid_from timestamptz,
                claim_valid_until timestamptz)
-LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$ SELECT * FROM memory_v1_private.search_claims('lexical_claims', 'bm25', query, k, filters, NULL, NULL) $$;
 
 -- @function semantic_chunks
@@ -784,7 +784,7 @@ RETURNS TABLE (rank integer, score double precision, channel text, chunk_id uuid
                representation_id uuid, section_id uuid, chunk_content_hash text, embedding_text_hash text,
                source_text text, location_header text, embedding_input_policy_version text, policy_generation text,
                embedder_generation text, created_at timestamptz)
-LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$ SELECT * FROM memory_v1_private.search_chunks('semantic_chunks', 'semantic', $1, $2, $3, $4, $5) $$;
 
 -- @function lexical_chunks
@@ -793,7 +793,7 @@ RETURNS TABLE (rank integer, score double precision, channel text, chunk_id uuid
                representation_id uuid, section_id uuid, chunk_content_hash text, embedding_text_hash text,
                source_text text, location_header text, embedding_input_policy_version text, policy_generation text,
                embedder_generation text, created_at timestamptz)
-LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$ SELECT * FROM memory_v1_private.search_chunks('lexical_chunks', 'bm25', query, k, filters, NULL, NULL) $$;
 
 -- @function semantic_facts
@@ -804,7 +804,7 @@ CREATE FUNCTION memory_v1.semantic_facts(query text, k integer, filters jsonb DE
 RETURNS TABLE (rank integer, score double precision, channel text, fact_id uuid, fact_kind text, fact_label text,
                predicate text, subject_entity_id uuid, object_entity_id uuid, evidence_count bigint,
                contradict_count bigint, support_state text, evaluated_at timestamptz)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -847,7 +847,7 @@ $$;
 CREATE FUNCTION memory_v1.semantic_entities(query text, k integer, filters jsonb DEFAULT NULL)
 RETURNS TABLE (rank integer, score double precision, channel text, entity_id uuid, entity_type text,
                canonical_name text, profile_summary text, live_mention_count bigint, live_document_count bigint)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -884,7 +884,7 @@ RETURNS TABLE (input_ordinal integer, chunk_id uuid, doc_id uuid, version_id uui
                section_id uuid, chunk_content_hash text, embedding_text_hash text, source_text text,
                location_header text, embedding_input_policy_version text, policy_generation text,
                embedder_generation text, created_at timestamptz)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -945,7 +945,7 @@ RETURNS TABLE (deployment_id uuid, fact_kind text, fact_id uuid, subject_entity_
                evidence_count_current bigint, contradict_count_current bigint, support_state_current text,
                applied_valid_at timestamptz, applied_believed_at timestamptz, identity_regime text,
                valid_precision text, temporal_match text)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -1041,7 +1041,7 @@ RETURNS TABLE (row_kind text, hops integer, relation_ids uuid[], node_ids uuid[]
                truncation_reason text, examined_edges bigint, returned_paths bigint, effective_depth integer,
                effective_expansion_budget integer, effective_frontier_budget integer, effective_result_budget integer,
                effective_time_budget_ms integer, applied_valid_at timestamptz, applied_believed_at timestamptz)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -1147,7 +1147,7 @@ RETURNS TABLE (row_kind text, hops integer, relation_ids uuid[], node_ids uuid[]
                truncation_reason text, examined_edges bigint, returned_paths bigint, effective_depth integer,
                effective_expansion_budget integer, effective_frontier_budget integer, effective_result_budget integer,
                effective_time_budget_ms integer, applied_valid_at timestamptz, applied_believed_at timestamptz)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_variable
 DECLARE
@@ -1261,7 +1261,7 @@ RETURNS TABLE (row_kind text, hops integer, crossref_ids uuid[], document_ids uu
                truncation_reason text, examined_edges bigint, returned_paths bigint, effective_depth integer,
                effective_expansion_budget integer, effective_frontier_budget integer, effective_result_budget integer,
                effective_time_budget_ms integer, evaluated_at timestamptz)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_variable
 BEGIN
