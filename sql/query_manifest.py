@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import sys
 from functools import lru_cache
@@ -276,11 +277,13 @@ def check_live(conn: psycopg.Connection, value: dict[str, Any] | None = None) ->
 
 def sandbox_dsn(owner_dsn: str, password: str | None = None) -> str:
     """The owner's DSN (same host or socket, port, database) for the sandbox role. The embedded
-    server trusts local socket connections; a server that wants a password gets `password` (the
-    operator sets it on the role: `ALTER ROLE corpusmem_query PASSWORD ...`)."""
+    server trusts local socket connections; a server that wants a password gets `password`, else
+    `CORPUSMEM_QUERY_PASSWORD` (the operator sets it on the role: `ALTER ROLE corpusmem_query
+    PASSWORD ...`). The owner's password never travels with it."""
     info = psycopg.conninfo.conninfo_to_dict(owner_dsn)
     info["user"] = catalog.SANDBOX_ROLE
     info.pop("password", None)
+    password = password or os.environ.get("CORPUSMEM_QUERY_PASSWORD")
     if password:
         info["password"] = password
     for key in ("passfile", "service"):  # they could name the owner's credentials
