@@ -31,6 +31,7 @@ from actors.object_store import ObjectStore
 from serve import models as m
 from serve import admission, auth, graph, operations, reads
 from serve.ingest import ingest as ingest_version
+from serve.query_routes import query_router
 from sql import facts_read, reconcile, store
 
 Channel = Literal["semantic", "bm25"]
@@ -329,4 +330,5 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Callable[[str], A
                                   relations_closed=closed.get("relation", 0),
                                   observations_closed=closed.get("observation", 0))
 
+    app.include_router(query_router(pools, deployment, embed))
     return app
