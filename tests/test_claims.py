@@ -10,8 +10,8 @@ from tests.test_import import do_import, rows
 pytestmark = pytest.mark.integration
 
 
-def test_the_example_transcript_yields_the_seeds_claim(memory, ray_local, example_corpus):
-    report = do_import(memory, example_corpus, modified_at_from="path")
+def test_the_example_transcript_yields_the_seeds_claim(example_memory, example_report):
+    memory, report = example_memory, example_report
     assert report.counts["failed"] == 0 and report.counts["claims"] > 50
 
     [(text, span, attributed, asserted, start, end, evidence, precision, vfrom)] = rows(
@@ -34,9 +34,8 @@ def test_the_example_transcript_yields_the_seeds_claim(memory, ray_local, exampl
     assert rows(memory, "SELECT count(*) FROM extraction_ledger")[0][0] == report.counts["ledger_rows"]
 
 
-def test_why_not_answers_from_the_ledger(memory, ray_local, example_corpus):
-    do_import(memory, example_corpus, modified_at_from="path")
-
+def test_why_not_answers_from_the_ledger(example_memory):
+    memory = example_memory
     answer = claims_cli.why_not(memory, "2026-01-15-kickoff.md", "Ravi leads the billing migration")
     assert "in memory as a claim: Ravi leads the billing migration." in answer
     dropped = claims_cli.why_not(memory, "2026-05-02-billing-spec.html", "Owner")
