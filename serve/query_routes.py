@@ -24,19 +24,19 @@ from sql import query_manifest, saved_queries
 from sql.query_runner import LIMITS, Caps, QueryRunner
 
 RETRIEVAL_CHOICES = (
-    "Ask an assured operation (resolve_entity, facts_context, claims_and_sources_context, combined_context) "
-    "first: it answers with a contract, typed negatives and complete contradictions.",
-    "Use search (semantic or BM25) to find testimony or passages by meaning or words when you do not know "
-    "the entity yet.",
-    "Use SQL over memory_v1 to explore, count, join and audit what the operations do not answer; "
-    "results are exploratory_tabular.",
+    ("Ask an assured operation (resolve_entity, facts_context, claims_and_sources_context, combined_context) "
+    "first: it answers with a contract, typed negatives and complete contradictions."),
+    ("Use search (semantic or BM25) to find testimony or passages by meaning or words when you do not know "
+    "the entity yet."),
+    ("Use SQL over memory_v1 to explore, count, join and audit what the operations do not answer; "
+    "results are exploratory_tabular."),
 )
 HONESTY_WARNINGS = (
     "An empty SQL result is not proof that nothing exists: SQL results never carry a typed negative.",
     "Rows are in no guaranteed order unless the statement has a top-level ORDER BY.",
     "A join may not keep the meaning of the views it combines; read the grain of each view.",
-    "Claims are testimony, not truth: the newest claim is not the current fact. Answer truth questions "
-    "from facts_current and follow fact_claim_evidence_live to see why.",
+    ("Claims are testimony, not truth: the newest claim is not the current fact. Answer truth questions "
+    "from facts_current and follow fact_claim_evidence_live to see why."),
     "Results are capped by rows, bytes and time; a cut result says truncated with its reason.",
 )
 WORKED_EXAMPLES = (

@@ -79,7 +79,7 @@ def test_the_remember_client_parses_every_query_route(served, remember_python, t
     env = {k: v for k, v in os.environ.items() if not k.startswith("REMEMBER_")}
     env["REMEMBER_CONFIG_DIR"] = str(tmp_path / "remember-config")
     run = subprocess.run([remember_python, str(ROOT / "tests" / "remember_query_client.py"), served], env=env,
-                         capture_output=True, text=True, timeout=600)
+                         capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout)
     expected_errors = {"search_blank": (422, "invalid_parameter"), "run_saved_unknown": (404, "saved_query_not_found"),

@@ -91,16 +91,16 @@ def parsed(result: dict) -> dict:
 # -- the seed's statements (digest §10), with parameters that exist in the example corpus ---------
 
 SEED_STATEMENTS = [
-    ("SELECT fact_kind, fact_label, valid_from, valid_until, evidence_count FROM facts_current "
-     "WHERE fact_label ~~* $1 ORDER BY evidence_count DESC LIMIT 20", ["%billing%"]),
-    ("SELECT f.fact_label, f.valid_from, f.evidence_count, f.contradiction_group, e.stance, e.source_handle, "
+    (("SELECT fact_kind, fact_label, valid_from, valid_until, evidence_count FROM facts_current "
+     "WHERE fact_label ~~* $1 ORDER BY evidence_count DESC LIMIT 20"), ["%billing%"]),
+    (("SELECT f.fact_label, f.valid_from, f.evidence_count, f.contradiction_group, e.stance, e.source_handle, "
      "e.asserted_at FROM facts_current AS f JOIN fact_claim_evidence_live AS e ON e.fact_kind = f.fact_kind "
      "AND e.fact_id = f.fact_id WHERE f.fact_label ~~* $1 ORDER BY f.evidence_count DESC, f.fact_id, e.stance, "
-     "e.asserted_at DESC LIMIT 50", ["%billing%"]),
-    ("SELECT claim_text, source_handle, asserted_at FROM claims_live WHERE claim_text ~~* $1 "
-     "ORDER BY asserted_at DESC LIMIT 20", ["%billing%"]),
-    ("SELECT s.rank, c.claim_text, c.source_handle, c.asserted_at FROM semantic_claims($1, 20) AS s "
-     "JOIN claims_live AS c ON c.claim_id = s.claim_id ORDER BY s.rank LIMIT 20",
+     "e.asserted_at DESC LIMIT 50"), ["%billing%"]),
+    (("SELECT claim_text, source_handle, asserted_at FROM claims_live WHERE claim_text ~~* $1 "
+     "ORDER BY asserted_at DESC LIMIT 20"), ["%billing%"]),
+    (("SELECT s.rank, c.claim_text, c.source_handle, c.asserted_at FROM semantic_claims($1, 20) AS s "
+     "JOIN claims_live AS c ON c.claim_id = s.claim_id ORDER BY s.rank LIMIT 20"),
      ["why did the billing migration slip"]),
     ("SELECT count(*) FROM documents_live", []),
     ("SELECT source_kind, count(*) AS documents FROM documents_live GROUP BY source_kind ORDER BY documents DESC", []),
@@ -108,10 +108,10 @@ SEED_STATEMENTS = [
      ["%cutover%"]),
     ("SELECT count(*) FROM facts_current WHERE subject_entity_id = $1::uuid", ["<dana>"]),
     ("SELECT predicate, count(*) AS n FROM facts_current GROUP BY 1 ORDER BY 2 DESC LIMIT $1", [10]),
-    ("WITH RECURSIVE reach AS ( SELECT object_entity_id AS entity_id, 0 AS depth FROM graph_edges_current "
+    (("WITH RECURSIVE reach AS ( SELECT object_entity_id AS entity_id, 0 AS depth FROM graph_edges_current "
      "WHERE subject_entity_id = $1::uuid UNION SELECT e.object_entity_id, r.depth + 1 FROM reach AS r "
      "JOIN graph_edges_current AS e ON e.subject_entity_id = r.entity_id WHERE r.depth < 3 ) "
-     "SELECT DISTINCT entity_id FROM reach", ["<dana>"]),
+     "SELECT DISTINCT entity_id FROM reach"), ["<dana>"]),
     ("SELECT hops, relation_ids, node_ids FROM graph_neighborhood($1::uuid, $2::uuid, 2) ORDER BY hops, relation_ids",
      ["<deployment>", "<dana>"]),
 ]
