@@ -121,6 +121,11 @@ FROM mentions m
 JOIN memory_v1_private.visible_claims c ON c.claim_id = m.claim_id
 WHERE m.entity_id IS NOT NULL;
 
+-- @support indexes
+-- mentions_live reads each mention's latest identity event by the mention's key.
+-- IF NOT EXISTS: sql/store.py re-runs this migration when it rebuilds the memory_v1 schemas.
+CREATE INDEX IF NOT EXISTS identity_events_mention ON identity_events (doc_id, mention_key, surface, event_id);
+
 -- @view documents_live
 CREATE VIEW memory_v1.documents_live (
     deployment_id, doc_id, source_kind, source_ref, source_uri, title, versioning_mode, origin, first_seen_at,
@@ -297,13 +302,14 @@ CREATE VIEW memory_v1.entities_current (
 SELECT dep.deployment_id, e.entity_id, NULL::text, e.canonical_name,
        coalesce((SELECT a.alias_key FROM entity_aliases a WHERE a.entity_id = e.entity_id AND a.alias = e.canonical_name
                  ORDER BY a.alias_key LIMIT 1), lower(e.canonical_name)),
-       NULL::real, e.profile,
-       (SELECT count(*) FROM memory_v1.mentions_live m WHERE m.resolved_entity_id = e.entity_id),
-       (SELECT count(DISTINCT m.doc_id) FROM memory_v1.mentions_live m WHERE m.resolved_entity_id = e.entity_id),
-       0::bigint, e.created_at,
+       NULL::real, e.profile, coalesce(n.mentions, 0), coalesce(n.documents, 0), 0::bigint, e.created_at,
        greatest(e.created_at, (SELECT max(a.added_at) FROM entity_aliases a WHERE a.entity_id = e.entity_id))
 FROM entities e
 CROSS JOIN deployment dep
+-- one grouped pass over mentions_live, not one per entity
+LEFT JOIN (SELECT m.resolved_entity_id AS entity_id, count(*) AS mentions, count(DISTINCT m.doc_id) AS documents
+           FROM memory_v1.mentions_live m WHERE m.resolved_entity_id IS NOT NULL
+           GROUP BY m.resolved_entity_id) n ON n.entity_id = e.entity_id
 WHERE e.entity_id IN (SELECT entity_id FROM memory_v1_private.entity_provenance);
 
 -- @view entity_aliases_current
@@ -359,9 +365,9 @@ CREATE VIEW memory_v1.contradiction_members_current (
     evidence_count, contradict_count, support_state, evaluated_at) AS
 SELECT f.deployment_id, f.contradiction_group, f.fact_kind, f.fact_id, f.fact_label, f.valid_from, f.valid_until,
        f.ingested_at, f.evidence_count, f.contradict_count, f.support_state, f.evaluated_at
-FROM memory_v1.facts_current f
-WHERE f.contradiction_group IS NOT NULL
-  AND (SELECT count(*) FROM memory_v1.facts_current o WHERE o.contradiction_group = f.contradiction_group) >= 2;
+FROM (SELECT c.*, count(*) OVER (PARTITION BY c.contradiction_group) AS members
+      FROM memory_v1.facts_current c WHERE c.contradiction_group IS NOT NULL) f
+WHERE f.members >= 2;
 
 -- @view graph_edges_current
 CREATE VIEW memory_v1.graph_edges_current (
