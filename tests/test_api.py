@@ -19,7 +19,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.test_import import do_import
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,9 +58,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def served(memory, ray_local, example_corpus, tmp_path):
-    assert do_import(memory, example_corpus, modified_at_from="path").counts["failed"] == 0
+@pytest.fixture(scope="session")
+def served(pg_admin_dsn, example_import, ray_local, tmp_path_factory):
+    """`corpusmem serve` on a copy of the imported example corpus, one server for the session's API
+    tests (the client test ingests a note and deletes it again)."""
+    from tests.conftest import _clone_example, _unique_name
+
+    tmp_path = tmp_path_factory.mktemp("served")
+    memory = _clone_example(pg_admin_dsn, example_import, _unique_name("cm_served"), tmp_path)
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "REMEMBER_"))}
     env.update(CORPUSMEM_DSN=memory.dsn, CORPUSMEM_HOME=str(memory.home), CORPUSMEM_OBJECT_STORE=memory.object_store_uri)
@@ -70,7 +74,7 @@ def served(memory, ray_local, example_corpus, tmp_path):
                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 180
+        deadline = time.time() + 300
         while True:
             try:
                 if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
