@@ -261,8 +261,10 @@ class QueryRunner:
             base.update(self._base(statement.query_hash, caps, started, saved_query, statement))
             self._check_graph_deployment(statement, parameters)
             self._check_live_manifest()
+            # Embedding happens before admission: the budgets count database time only.
+            vectors = {} if explain else self._query_vectors(statement, parameters)
             with self.admission.admit(caller):
-                return self._execute(statement, parameters, caps, base, clock, explain)
+                return self._execute(statement, parameters, caps, base, clock, explain, vectors)
         except Refused as refusal:
             return self._refusal(base, refusal, clock, rejected=refusal.rejected)
 
@@ -324,14 +326,15 @@ class QueryRunner:
         return self._pool.connection()
 
     def _execute(self, statement: Any, parameters: list[Any], caps: Caps, base: dict[str, Any], clock: float,
-                 explain: bool) -> dict[str, Any]:
+                 explain: bool, vectors: dict[str, list[float]] | None = None) -> dict[str, Any]:
         graph = any(call.category == "graph" for call in statement.public_calls)
         timeout_ms = min(caps.statement_timeout_ms, LIMITS["statement_timeout_ms_graph"]) if graph \
             else caps.statement_timeout_ms
         if timeout_ms != caps.statement_timeout_ms:
             caps = Caps(caps.row_cap, caps.byte_cap, timeout_ms)
             base["limits"] = caps.as_limits()
-        vectors = {} if explain else self._query_vectors(statement, parameters)
+        if vectors is None:
+            vectors = {} if explain else self._query_vectors(statement, parameters)
         values = [_adapt(p) for p in parameters]
         try:
             with self._connection() as conn:

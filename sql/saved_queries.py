@@ -103,7 +103,8 @@ def seed(conn: psycopg.Connection, surface_hash: str) -> list[str]:
 
     Never overwrites a same-name query that is not a shipped example, and never re-enables a
     shipped query an operator disabled. A changed shipped text becomes a new version that
-    deprecates the one it replaces."""
+    deprecates the one it replaces. After a manifest change every active version moves to
+    `pending_revalidation`; the shipped examples are revalidated here, the others wait."""
     written = []
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SEED_LOCK,))
@@ -130,6 +131,9 @@ def seed(conn: psycopg.Connection, surface_hash: str) -> list[str]:
                  example.description, status, SHIPPED, SHIPPED, f"parameters: {example.parameters}", query_hash,
                  surface_hash, Jsonb(report), SYSTEM_PRINCIPAL, SYSTEM_PRINCIPAL))
             written.append(example.name)
+        # The release validated its own examples against its own manifest: they come back at once.
+        # Every other version stays pending until an operator revalidates it.
+        revalidate(conn, surface_hash, origin=SHIPPED)
     return written
 
 
@@ -140,16 +144,18 @@ def mark_pending(conn: psycopg.Connection, surface_hash: str) -> int:
         " WHERE status = 'active' AND validated_surface_manifest_hash <> %s", (surface_hash,)).rowcount
 
 
-def revalidate(conn: psycopg.Connection, surface_hash: str) -> dict[str, str]:
+def revalidate(conn: psycopg.Connection, surface_hash: str, *, origin: str | None = None) -> dict[str, str]:
     """Validate every pending (or stale active) version against the running manifest: it becomes
-    `active` again, or `broken` with the reason in its validation report. {namespace.name vN: status}."""
+    `active` again, or `broken` with the reason in its validation report. {namespace.name vN: status}.
+    `origin` limits it to the versions of that origin."""
     outcome: dict[str, str] = {}
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SEED_LOCK,))
         mark_pending(conn, surface_hash)
         for query_id, namespace, name, version, text in conn.execute(
                 "SELECT query_id, namespace, name, version, sql FROM saved_queries"
-                " WHERE status = 'pending_revalidation' ORDER BY namespace, name, version").fetchall():
+                " WHERE status = 'pending_revalidation' AND (%s::text IS NULL OR origin = %s)"
+                " ORDER BY namespace, name, version", (origin, origin)).fetchall():
             status, query_hash, report = check(text, surface_hash)
             conn.execute(
                 "UPDATE saved_queries SET status = %s, query_hash = %s, validated_surface_manifest_hash = %s,"

@@ -417,6 +417,27 @@ def test_manifest_change_moves_saved_queries_to_pending_until_revalidated(corpus
         assert saved_queries.runnable(conn, "examples", "relation_current", None, current)["status"] == "active"
 
 
+def test_seeding_after_a_release_revalidates_the_examples_and_leaves_other_queries_pending(corpus):
+    current = query_manifest.manifest_hash()
+    with psycopg.connect(corpus[0].dsn, autocommit=True) as conn:
+        conn.execute("INSERT INTO saved_queries (query_id, namespace, name, version, sql, status, origin, assurance,"
+                     " query_hash, validated_surface_manifest_hash, author_principal, approver_principal)"
+                     " VALUES (gen_random_uuid(), 'team', 'documents', 1, 'SELECT count(*) FROM documents_live',"
+                     " 'active', 'human', 'customer_authored', 'h', %s, 'ana', 'ben')", ("e" * 64,))
+        try:
+            saved_queries.seed(conn, current)
+            assert saved_queries.describe(conn, "team", "documents")["status"] == "pending_revalidation"
+            assert saved_queries.describe(conn, "examples", "explain")["status"] == "active"
+            with pytest.raises(saved_queries.SavedQueryError) as pending:
+                saved_queries.runnable(conn, "team", "documents", None, current)
+            assert pending.value.code == "saved_query_revalidation_pending"
+            assert saved_queries.revalidate(conn, current) == {"team.documents v1": "active"}
+            assert saved_queries.runnable(conn, "team", "documents", 1, current)["validated_surface_manifest_hash"] \
+                == current
+        finally:
+            conn.execute("DELETE FROM saved_queries WHERE namespace = 'team'")
+
+
 def test_seeding_never_reenables_a_disabled_example_nor_overwrites_a_user_query(corpus):
     current = query_manifest.manifest_hash()
     with psycopg.connect(corpus[0].dsn, autocommit=True) as conn:
