@@ -7,7 +7,7 @@ refused), so what the runner builds is exactly what `POST /query/sql` answers.
 
 from __future__ import annotations
 
-import os
+import json
 import time
 
 import psycopg
@@ -17,28 +17,21 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from psycopg import sql as pgsql
 
-from pipeline.settings import load_settings
 from serve.query_models import QueryResult
 from sql import facts_read, query_catalog, query_manifest, saved_queries
 from sql.query_runner import Admission, Caps, QueryRunner
 from sql.validator import ValidatedStatement
-from tests.conftest import _dsn_for
-from tests.test_import import do_import
+from tests.conftest import _clone_example, _unique_name
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def corpus(pg_admin_dsn, template_db, ray_local, example_corpus, tmp_path_factory):
-    """The example corpus in a memory of this module alone: (settings, deployment_id)."""
-    from sql import embedded
-
-    name = f"cm_query_{os.getpid()}"
-    embedded.ensure_database(pg_admin_dsn, name, template=template_db)
-    home = tmp_path_factory.mktemp("query-memory")
-    memory = load_settings({}, home=home / "home", dsn=_dsn_for(pg_admin_dsn, name),
-                           object_store=str(home / "objects"))
-    assert do_import(memory, example_corpus, modified_at_from="path").counts["failed"] == 0
+def corpus(pg_admin_dsn, example_import, tmp_path_factory):
+    """This module's own clone of the session's imported example corpus: (settings, deployment_id).
+    A clone, since these tests write (saved-query states, a view comment changed and restored)."""
+    memory = _clone_example(pg_admin_dsn, example_import, _unique_name("cm_query"),
+                            tmp_path_factory.mktemp("query-memory"))
     with psycopg.connect(memory.dsn, autocommit=True) as conn:
         deployment_id = str(conn.execute("SELECT deployment_id FROM deployment").fetchone()[0])
         saved_queries.seed(conn, query_manifest.manifest_hash())
@@ -173,7 +166,6 @@ def test_byte_cap_cuts_and_counts_json_bytes(runner):
     result = parsed(runner.run("SELECT claim_text FROM claims_live", caps=Caps(row_cap=1000, byte_cap=600)))
     assert (result["truncated"], result["truncation_reason"]) == (True, "byte_cap")
     assert 0 < result["returned_byte_count"] <= 600
-    import json
     assert result["returned_byte_count"] == len(json.dumps(result["rows"], separators=(",", ":"),
                                                            ensure_ascii=False).encode())
 
