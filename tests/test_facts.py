@@ -153,13 +153,15 @@ def test_living_removal_retracts_and_deletion_recounts(memory, ray_local, tmp_pa
                                    "Priya owns data validation.\n"})
     notes = write(tmp_path / "notes", {"2026-05-01-notes.md": "# Billing migration notes\n\n"
                                                               "Priya owns data validation.\n"})
-    do_import(memory, spec.parent, living=True)
+    do_import(memory, spec.parent, living=True, source_kind="notes")
+    # the mode and the source kind are recorded on the document
+    assert rows(memory, "SELECT source_kind, versioning_mode FROM documents") == [("notes", "living")]
     do_import(memory, notes, modified_at_from="path")
     now = utc(2026, 7, 1)
     assert ask(memory, "Priya", now=now)["Priya owns data validation"].evidence_count == 2
 
     spec.write_text("# Billing migration spec\n\nPriya owns data validation.\n", encoding="utf-8")
-    report = do_import(memory, spec.parent, living=True)
+    report = do_import(memory, spec.parent, living=True, source_kind="notes")
     assert report.facts.superseded_claims == 1 and report.facts.reconcile["retracted"] == 1
     assert "Ravi owns schema change" not in ask(memory, "Ravi", now=now, time=facts_read.TimeQuery("history"))
     [(invalidated, until, outcome)] = rows(
@@ -200,23 +202,14 @@ def test_a_reextraction_that_loses_a_claim_withdraws_the_fact(memory, ray_local,
     assert (fact.support, fact.evidence_count, fact.validity["invalidated_at"]) == ("withdrawn", 0, None)
 
 
-def test_one_worker_or_four_give_the_same_facts(pg_admin_dsn, template_db, ray_local, example_corpus, tmp_path):
-    from tests.conftest import _dsn_for
-    from sql import embedded
-    from pipeline.settings import load_settings
-
-    found = []
-    for workers in (1, 4):
-        name = f"cm_workers_{workers}_{tmp_path.name[-12:]}".replace("-", "_").lower()
-        embedded.ensure_database(pg_admin_dsn, name, template=template_db)
-        memory = load_settings({}, home=tmp_path / f"home{workers}", dsn=_dsn_for(pg_admin_dsn, name),
-                               object_store=str(tmp_path / f"objects{workers}"))
-        report = do_import(memory, example_corpus, modified_at_from="path", workers=workers)
-        assert report.counts["failed"] == 0
-        found.append(rows(memory, "SELECT f.fact_id, f.label, f.valid_from, f.valid_until, f.valid_precision,"
-                                  " f.evidence_count, f.invalidated_at IS NULL,"
-                                  " (SELECT array_agg(o.label ORDER BY o.label) FROM facts o"
-                                  "  WHERE o.contradiction_group = f.contradiction_group)"
-                                  " FROM facts f ORDER BY f.fact_id"))
+def test_one_worker_or_four_give_the_same_facts(example_memory, example_memory_four_workers):
+    # 1 worker and batches of 4 against 4 workers and batches of 2 (both imports checked that
+    # nothing failed)
+    query = ("SELECT f.fact_id, f.label, f.valid_from, f.valid_until, f.valid_precision,"
+             " f.evidence_count, f.invalidated_at IS NULL,"
+             " (SELECT array_agg(o.label ORDER BY o.label) FROM facts o"
+             "  WHERE o.contradiction_group = f.contradiction_group)"
+             " FROM facts f ORDER BY f.fact_id")
+    found = [rows(example_memory, query), rows(example_memory_four_workers, query)]
     assert len(found[0]) > 30 and any(r[7] for r in found[0])
     assert found[0] == found[1]

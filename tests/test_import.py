@@ -40,8 +40,8 @@ def table_counts(memory: Settings) -> dict[str, int]:
     return {t: rows(memory, f"SELECT count(*) FROM {t}")[0][0] for t in tables}
 
 
-def test_example_corpus_lands_whole_with_exact_offsets(memory, ray_local, example_corpus):
-    report = do_import(memory, example_corpus, modified_at_from="path")
+def test_example_corpus_lands_whole_with_exact_offsets(example_memory, example_report):
+    memory, report = example_memory, example_report
 
     assert report.counts["failed"] == 0, report.failures
     # 8 files + 3 zip members (the zip itself is expanded, not a document)
@@ -81,8 +81,9 @@ def test_example_corpus_lands_whole_with_exact_offsets(memory, ray_local, exampl
     assert {"body", "appendix", "references"} <= roles
 
 
-def test_reimport_of_unchanged_sources_creates_nothing_and_embeds_nothing(memory, ray_local, example_corpus):
-    do_import(memory, example_corpus, modified_at_from="path")
+def test_reimport_of_unchanged_sources_creates_nothing_and_embeds_nothing(example_memory_copy, ray_local,
+                                                                          example_corpus):
+    memory = example_memory_copy  # the example corpus, imported once already
     before = table_counts(memory)
 
     again = do_import(memory, example_corpus, modified_at_from="path")
@@ -97,7 +98,8 @@ def _long_doc(paragraphs: list[str]) -> str:
     return "# Billing notes\n\n" + "\n\n".join(paragraphs) + "\n"
 
 
-def test_changed_document_gets_a_version_and_reuses_vectors_of_unchanged_chunks(memory, ray_local, tmp_path):
+def test_changed_document_gets_a_version_and_reuses_vectors_and_claims_of_unchanged_chunks(memory, ray_local,
+                                                                                           tmp_path):
     paragraphs = [f"Paragraph {i}: " + ("Ravi reviewed the invoice system and wrote it down. " * 12)
                   for i in range(6)]
     doc = tmp_path / "corpus" / "notes.md"
@@ -120,6 +122,20 @@ def test_changed_document_gets_a_version_and_reuses_vectors_of_unchanged_chunks(
     same = rows(memory, "SELECT count(*) FROM chunks a JOIN chunks b ON a.text_hash = b.text_hash"
                         " AND a.version_id <> b.version_id WHERE a.embedding = b.embedding AND b.embedding_reused")
     assert same[0][0] == second.counts["vectors_reused"]
+    # unchanged passages keep their claims: occurrences in the new version, no second extraction
+    assert second.counts["claims_reused"] >= 1
+    assert second.counts["claims"] - second.counts["claims_reused"] >= 1
+    v1, v2 = (r[0] for r in rows(memory, "SELECT version_id FROM versions ORDER BY seq"))
+    kept = rows(memory, "SELECT count(*) FROM claim_occurrences a JOIN claim_occurrences b USING (claim_id)"
+                        " WHERE a.version_id = %s AND b.version_id = %s", v1, v2)[0][0]
+    assert kept == second.counts["claims_reused"]
+    assert first.counts["claims"] == rows(memory, "SELECT count(*) FROM claim_occurrences WHERE version_id = %s",
+                                          v1)[0][0]
+    # the second version's ledger covers only the passage that changed
+    changed = rows(memory, "SELECT min(c.char_start) FROM chunks c WHERE c.version_id = %s AND c.text LIKE"
+                           " '%%Dana%%'", v2)[0][0]
+    assert changed > 0 and rows(memory, "SELECT count(*) FROM extraction_ledger WHERE version_id = %s"
+                                        " AND char_start < %s", v2, changed)[0][0] == 0
 
     # bytes equal to an older version: a revert is a new version, never a jump back
     doc.write_text(_long_doc([f"Paragraph {i}: " + ("Ravi reviewed the invoice system and wrote it down. " * 12)
@@ -227,30 +243,11 @@ def test_a_type_without_route_is_stored_and_parked_not_failed(memory, ray_local,
     assert again.counts["new_versions"] == 0 and again.counts["parked"] == 1
 
 
-def test_living_mode_and_source_kind_are_recorded(memory, ray_local, tmp_path):
-    corpus = tmp_path / "specs"
-    corpus.mkdir()
-    (corpus / "spec.md").write_text("# Spec\n\nThe cutover is on June 8.\n")
-    do_import(memory, corpus, living=True, source_kind="notes")
-    assert rows(memory, "SELECT source_kind, versioning_mode FROM documents") == [("notes", "living")]
-
-
-def test_one_worker_and_two_workers_write_the_same_rows(pg_admin_dsn, template_db, ray_local, example_corpus,
-                                                        tmp_path):
-    from tests.conftest import _dsn_for
-    from sql import embedded
-    from pipeline.settings import load_settings
-
-    results = []
-    for workers in (1, 2):
-        name = f"cm_workers_{workers}_{tmp_path.name}"
-        embedded.ensure_database(pg_admin_dsn, name, template=template_db)
-        settings = load_settings({}, home=tmp_path / f"h{workers}", dsn=_dsn_for(pg_admin_dsn, name),
-                                 object_store=str(tmp_path / f"o{workers}"))
-        do_import(settings, example_corpus, modified_at_from="path", workers=workers, batch_size=2)
-        results.append(rows(settings, "SELECT v.version_id, c.ord, c.char_start, c.char_end, c.text_hash,"
-                                      " c.embedding::real[] FROM chunks c JOIN versions v USING (version_id)"
-                                      " ORDER BY 1, 2"))
+def test_one_worker_and_four_workers_write_the_same_rows(example_memory, example_memory_four_workers):
+    # 1 worker and batches of 4 against 4 workers and batches of 2: neither may change a row.
+    query = ("SELECT v.version_id, c.ord, c.char_start, c.char_end, c.text_hash, c.embedding::real[]"
+             " FROM chunks c JOIN versions v USING (version_id) ORDER BY 1, 2")
+    results = [rows(example_memory, query), rows(example_memory_four_workers, query)]
     assert [r[:5] for r in results[0]] == [r[:5] for r in results[1]]
     # Vectors agree to float rounding: batches of another size pad differently.
     for one, two in zip(results[0], results[1]):
@@ -309,6 +306,12 @@ def _write_generated(root: Path, count: int) -> None:
         path.write_text(doc.text)
 
 
+# Documents of the killed import: enough that the kill (at 10 ready versions) lands mid-flight,
+# with versions ingested but not yet written (the embedder takes up to 128 documents a call, so
+# all of these wait for the same call and are then written 2 at a time).
+_KILLED_CORPUS = 48
+
+
 def _landed(settings: Settings) -> dict[str, list[tuple]]:
     return {
         "versions": rows(settings, "SELECT d.source_ref, v.seq, v.content_hash, v.status FROM versions v"
@@ -334,7 +337,7 @@ def test_a_killed_import_rerun_ends_with_exactly_the_rows_of_an_uninterrupted_on
     from tests.conftest import _dsn_for
 
     corpus = tmp_path / "corpus"
-    _write_generated(corpus, 150)
+    _write_generated(corpus, _KILLED_CORPUS)
     memories = {}
     for name in ("killed", "whole"):
         db = f"cm_{name}_{os.getpid()}"
@@ -363,17 +366,17 @@ def test_a_killed_import_rerun_ends_with_exactly_the_rows_of_an_uninterrupted_on
     finally:
         os.killpg(child.pid, signal.SIGKILL)
         child.wait()
-    assert 10 <= ready_at_kill < 150, "the import must be killed part-way for this test to mean anything"
+    assert 10 <= ready_at_kill < _KILLED_CORPUS, "the import must be killed part-way for this test to mean anything"
     assert rows(killed, "SELECT status FROM import_runs") == [("running",)]
 
     rerun = do_import(killed, corpus, batch_size=8, modified_at_from="path")
     whole = do_import(memories["whole"], corpus, batch_size=8, modified_at_from="path")
 
     assert rerun.counts["failed"] == 0 and whole.counts["failed"] == 0
-    assert rerun.counts["new_versions"] + rerun.counts["resumed"] + rerun.counts["unchanged"] == 150
+    assert rerun.counts["new_versions"] + rerun.counts["resumed"] + rerun.counts["unchanged"] == _KILLED_CORPUS
     assert rerun.counts["unchanged"] >= 10
     assert _landed(killed) == _landed(memories["whole"])
-    assert rows(killed, "SELECT count(*), count(DISTINCT (doc_id, seq)) FROM versions")[0] == (150, 150)
+    assert rows(killed, "SELECT count(*), count(DISTINCT (doc_id, seq)) FROM versions")[0] == (_KILLED_CORPUS,) * 2
 
 
 def test_the_cli_imports_through_ray_address_into_a_running_cluster(memory, ray_local, example_corpus):
