@@ -344,6 +344,11 @@ class QueryRunner:
                     if not conn.broken:
                         conn.rollback()   # never commit: a read-only statement leaves nothing behind
         except PoolTimeout:
+            # The pool says only that no connection came: busy connections, or no database at all.
+            try:
+                psycopg.connect(self._pool.conninfo, connect_timeout=2).close()
+            except psycopg.OperationalError:
+                raise Refused("pg_unavailable", rejected=False) from None
             raise Refused("resource_limit", "no sandbox connection became free in time", rejected=False) from None
         except psycopg.OperationalError as err:
             _log.warning("sandbox connection failed: %s", err)

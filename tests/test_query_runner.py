@@ -466,3 +466,13 @@ def test_a_live_schema_that_differs_from_the_manifest_is_refused(corpus, embed):
         finally:
             conn.execute(pgsql.SQL("COMMENT ON VIEW memory_v1.documents_live IS {}").format(pgsql.Literal(comment)))
     assert (result["termination_reason"], result["error_code"]) == ("rejected", "schema_version_mismatch")
+
+
+def test_an_unreachable_database_is_pg_unavailable(tmp_path):
+    run = QueryRunner(f"host={tmp_path} dbname=nowhere user=nobody", "00000000-0000-0000-0000-000000000001")
+    try:
+        result = parsed(run.run("SELECT count(*) FROM documents_live"))
+    finally:
+        run.close()
+    assert (result["termination_reason"], result["error_code"]) == ("failed", "pg_unavailable")
+    assert str(tmp_path) not in result["error_message"]
