@@ -19,7 +19,7 @@ from psycopg import sql as pgsql
 
 from serve.query_models import QueryResult
 from sql import facts_read, query_catalog, query_manifest, saved_queries
-from sql.query_runner import Admission, Caps, QueryRunner
+from sql.query_runner import Admission, Caps, QueryRunner, Refused
 from sql.validator import ValidatedStatement
 from tests.conftest import _clone_example, _unique_name
 
@@ -476,3 +476,19 @@ def test_an_unreachable_database_is_pg_unavailable(tmp_path):
         run.close()
     assert (result["termination_reason"], result["error_code"]) == ("failed", "pg_unavailable")
     assert str(tmp_path) not in result["error_message"]
+
+
+def test_admission_counts_the_deployment_across_callers():
+    admission = Admission()
+    holders = [admission.admit(f"credential:{n}") for n in range(8)]
+    for held in holders:
+        held.__enter__()
+    try:
+        with pytest.raises(Refused) as refused, admission.admit("credential:9"):
+            pass
+        assert refused.value.code == "concurrency_exceeded"
+    finally:
+        for held in holders:
+            held.__exit__(None, None, None)
+    with admission.admit("credential:9"):
+        pass
