@@ -1,8 +1,8 @@
 """The `memory_v1` views and functions over the example corpus, read as the sandbox role; the role's
 refusals; the manifest's hash and its live check.
 
-The corpus is imported once for the module; tests that change data (deleting a document,
-altering a view) work on a clone of that database so the others keep reading the original.
+The example corpus is the session's one import (`example_memory`, read only); tests that change
+data (deleting a document, altering a view) take their own clone (`example_memory_copy`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,8 @@ import psycopg
 import pytest
 from psycopg import sql as pgsql
 
-from pipeline.settings import load_settings
 from sql import facts_read, query_catalog, query_manifest, reconcile
 from tests.conftest import _dsn_for
-from tests.test_import import do_import
 
 pytestmark = pytest.mark.integration
 
@@ -28,28 +26,11 @@ COLUMNS = {v["name"]: [c["name"] for c in v["columns"]] for v in SPACE["views"]}
 
 
 @pytest.fixture(scope="module")
-def corpus(pg_admin_dsn, template_db, ray_local, example_corpus, tmp_path_factory):
-    """(owner DSN, deployment id, admin DSN, database name) of the imported example corpus."""
-    from sql import embedded
-
-    name = f"cm_views_{os.getpid()}"
-    embedded.ensure_database(pg_admin_dsn, name, template=template_db)
-    home = tmp_path_factory.mktemp("views-memory")
-    memory = load_settings({}, home=home / "home", dsn=_dsn_for(pg_admin_dsn, name),
-                           object_store=str(home / "objects"))
-    assert do_import(memory, example_corpus, modified_at_from="path").counts["failed"] == 0
-    with psycopg.connect(memory.dsn) as conn:
+def corpus(example_memory):
+    """(owner DSN, deployment id) of the session's example import (read only)."""
+    with psycopg.connect(example_memory.dsn) as conn:
         deployment_id = str(conn.execute("SELECT deployment_id FROM deployment").fetchone()[0])
-    return memory.dsn, deployment_id, pg_admin_dsn, name
-
-
-def clone(corpus, suffix: str) -> str:
-    """A copy of the corpus database (nobody may be connected to it while it is copied)."""
-    from sql import embedded
-
-    name = f"{corpus[3]}_{suffix}"
-    embedded.ensure_database(corpus[2], name, template=corpus[3])
-    return _dsn_for(corpus[2], name)
+    return example_memory.dsn, deployment_id
 
 
 def sandbox(dsn: str) -> psycopg.Connection:
@@ -344,8 +325,8 @@ def test_search_functions_confirm_against_the_views_and_report_each_call(corpus)
                 pytest.fail(f"not refused: {statement}")
 
 
-def test_deleting_a_document_removes_it_from_every_live_view(corpus):
-    dsn = clone(corpus, "deleted")
+def test_deleting_a_document_removes_it_from_every_live_view(example_memory_copy):
+    dsn = example_memory_copy.dsn
     doc_id, title = rows(dsn, "SELECT doc_id, title FROM documents WHERE filename = '2026-03-04-standup.md'")[0]
     per_doc = ["documents_live", "document_versions_visible", "sections_live", "chunks_live", "claims_live",
                "claims_visible_history", "claims_canonical", "claim_occurrences_live", "mentions_live",
@@ -385,8 +366,8 @@ def test_deleting_a_document_removes_it_from_every_live_view(corpus):
         assert invocations(conn)[0]["dropped_stale"] >= 1
 
 
-def test_check_live_reports_a_changed_view_comment_or_function(corpus):
-    dsn = clone(corpus, "altered")
+def test_check_live_reports_a_changed_view_comment_or_function(example_memory_copy):
+    dsn = example_memory_copy.dsn
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert query_manifest.check_live(conn) is None
         same_columns = ("CREATE OR REPLACE VIEW memory_v1.document_crossrefs_live AS"
@@ -417,7 +398,7 @@ def column_comment(view: str, column: str) -> str:
 
 # --- the manifest ----------------------------------------------------------------------------------
 
-def test_manifest_hash_is_data_independent_and_follows_every_input(corpus, pg_admin_dsn, template_db):
+def test_manifest_hash_is_data_independent_and_follows_every_input(pg_admin_dsn, template_db):
     from sql import embedded
 
     first = query_manifest.manifest_hash()
