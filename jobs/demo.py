@@ -96,5 +96,11 @@ def _ask_over_http(settings: Settings) -> None:
             said = http.get("/search/claims", params={"query": "cutover date", "k": 3, "channel": "bm25"}).json()
             for claim in said["evidence"]:
                 print(f"  GET /search/claims: {claim['claim_text']}  (said {claim['asserted_at'][:10]})")
+            sql = ("SELECT fact_label, evidence_count FROM facts_current ORDER BY evidence_count DESC, fact_label"
+                   " LIMIT $1")
+            table = http.post("/query/sql", json={"sql": sql, "parameters": [3]}).json()
+            print(f"  POST /query/sql {sql!r} [3] → {table['termination_reason']}:")
+            for label, evidence in table["rows"]:
+                print(f"    {label}  (evidence {evidence})")
     finally:
         serve.shutdown()
