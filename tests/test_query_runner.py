@@ -316,6 +316,10 @@ def test_graph_functions_need_this_deployment_as_their_first_parameter(runner, i
     assert result["termination_reason"] == "completed", result["error_message"]
     assert "status" not in {row[0] for row in result["rows"]}
     assert [g["function"] for g in result["graph_invocations"]] == ["graph_neighborhood"]
+    # the seed's own example selects no row_kind: the status row must not be among its rows either
+    bare = parsed(runner.run("SELECT hops, relation_ids, node_ids FROM graph_neighborhood($1::uuid, $2::uuid, 2)",
+                             [ids["deployment"], ids["dana"]]))
+    assert bare["rows"] and all(hops is not None and nodes for hops, _, nodes in bare["rows"])
     assert result["limits"]["statement_timeout_ms"] == 5000
 
 
