@@ -8,37 +8,24 @@ import os
 import subprocess
 
 import pytest
-from fastapi.testclient import TestClient
 
-from serve import auth
-from serve.app import DeploymentInfo, build_app, open_pools
 from serve.query_models import QueryResult
 from sql import query_manifest
 from tests.test_api import ROOT, remember_python, served  # noqa: F401  (fixtures)
+from tests.test_api_auth import api  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.integration
 
 
-def _embed(_text: str) -> list[float]:
-    raise RuntimeError("no embedder in this test")
-
-
 @pytest.fixture
-def api(memory):
-    from sql import store
-
-    with store.connect(memory.dsn) as conn:
-        store.migrate(conn)
-    hashes = auth.parse_tokens("read:r-secret,ingest:i-secret", None)
-    pools = open_pools(memory.dsn, general=1, retrieval=1, graph=1)
-    info = DeploymentInfo("00000000-0000-0000-0000-0000000000aa", "test", "all-MiniLM-L6-v2",
-                          memory.object_store_uri, 1024, tuple(hashes.items()))
-    with TestClient(build_app(pools, info, _embed), headers={"Authorization": "Bearer r-secret"}) as client:
-        yield client
-    pools.close()
+def reader(api):
+    """The in-process app of the auth tests, called with its `read` credential."""
+    api.headers["Authorization"] = "Bearer r-secret"
+    return api
 
 
-def test_query_routes_refuse_malformed_requests_with_the_seed_bodies(api):
+def test_query_routes_refuse_malformed_requests_with_the_seed_bodies(reader):
+    api = reader
     assert api.get("/query/space", headers={"Authorization": "Bearer i-secret"}).status_code == 403
     for path, body in (("/query/sql", {"sql": "SELECT 1", "bogus": 1}),
                        ("/query/sql", {"sql": "SELECT 1", "max_rows": -1}),
@@ -59,7 +46,8 @@ def test_query_routes_refuse_malformed_requests_with_the_seed_bodies(api):
     assert api.get("/query/space", params={"include_examples": "maybe"}).status_code == 422
 
 
-def test_space_is_the_manifest_and_statements_answer_200(api):
+def test_space_is_the_manifest_and_statements_answer_200(reader):
+    api = reader
     space = api.get("/query/space", params={"include_examples": "true"}).json()
     assert space["headline"] == query_manifest.HEADLINE and space["schema"] == "memory_v1"
     assert space["surface_manifest_hash"] == query_manifest.manifest_hash()
