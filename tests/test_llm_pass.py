@@ -89,13 +89,18 @@ def _import(memory, path, llm):
     return run_import(options, memory, llm=llm)
 
 
-def test_the_llm_pass_lands_the_same_claims_the_rules_would(memory, ray_local, example_corpus):
+def test_the_llm_pass_lands_the_same_claims_the_rules_would(memory, ray_local, example_corpus, example_memory):
     report = _import(memory, example_corpus, _pass())
 
     assert report.counts["failed"] == 0 and report.claims > 50
     assert rows(memory, "SELECT claim_text FROM claims WHERE claim_text LIKE '%%agreed on 2026-03-03%%'") == [
         ("Ravi said that Dana and Ravi agreed on 2026-03-03 to move the cutover to June 8.",)]
     assert rows(memory, "SELECT DISTINCT extractor FROM claims") == [("vllm-1:stand-in:test",)]
+    # the stand-in answers what the rules decide: the claims are those of the rules' import
+    claims = ("SELECT d.source_ref, c.char_start, c.char_end, c.claim_text, c.source_span, c.is_attributed,"
+              " c.claim_valid_from, c.claim_valid_precision FROM claims c JOIN documents d USING (doc_id)"
+              " ORDER BY 1, 2, 3, 4")
+    assert rows(memory, claims) == rows(example_memory, claims)
     assert rows(memory, "SELECT count(*) = count(embedding) FROM claims")[0][0]
     assert rows(memory, "SELECT DISTINCT status FROM stage_work WHERE stage IN"
                         " ('extract_claims', 'ground_claims', 'embed_claim')") == [("succeeded",)]
