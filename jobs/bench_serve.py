@@ -135,8 +135,11 @@ def _memory_figures(dsn: str) -> dict[str, int]:
     from sql import store
 
     with store.connect(dsn) as conn:
-        return {table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # fixed names
-                for table in ("documents", "claims", "entities", "facts")}
+        figures = {table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # fixed names
+                   for table in ("claims", "entities", "facts")}
+        # deleted documents are never served, so only live ones describe the memory being read
+        figures["documents"] = conn.execute("SELECT count(*) FROM documents WHERE deleted_at IS NULL").fetchone()[0]
+    return figures
 
 
 @dataclass(frozen=True)
@@ -405,6 +408,7 @@ def render(results: dict[str, Any]) -> str:
     lines = [
         (f"memory: {mem['documents']} documents, {mem['claims']} claims, {mem['entities']} entities, "
          f"{mem['facts']} facts; {made}"),
+        *([f"memory note: {gen['interrupted']}"] if gen.get("interrupted") else []),
         (f"machine: {machine['cpus']} CPUs, load average (1/5/15 min) {_load(machine['load_at_start'])} at start, "
          f"{_load(machine['load_at_end'])} at end"),
         (f"serve: {served['replicas']} replica(s), retrieval pool {served['pool_retrieval']}, "

@@ -96,7 +96,8 @@ def test_render_states_the_target_and_errors():
                                               ("claims_and_sources_context", 0.020), ("resolve_entity", 0.005))]
     results = {"memory": {"documents": 10, "claims": 100, "entities": 5, "facts": 7,
                           "generation": {"generation_seconds": 12.0, "notes": 8, "documents": 2,
-                                         "import_seconds": 11.0, "reused": True}},
+                                         "import_seconds": 11.0, "reused": True,
+                                         "interrupted": "stopped at 100 claims"}},
                "machine": {"cpus": 2, "load_at_start": [1.0, 1.0, 1.0], "load_at_end": [2.0, 1.0, 1.0]},
                "serve": {"replicas": 1, "pool_retrieval": 4, "start_seconds": 30.0},
                "runs": runs, "clients": 8, "target_ratio": 5.0,
@@ -104,6 +105,7 @@ def test_render_states_the_target_and_errors():
     text = bench_serve.render(results)
     assert "facts_context p95 / bare pgvector p95 at 8 clients: 15.00 (target ≤ 5: NOT met)" in text
     assert "errors: 0" in text and "generated earlier in 12 s" in text
+    assert "memory note: stopped at 100 claims" in text
 
 
 def test_operation_bodies_follow_the_client_wire_shapes():
