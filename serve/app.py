@@ -49,10 +49,20 @@ class Pools:
             pool.close()
 
 
+# pgvector's HNSW scan returns at most `ef_search` rows (default 40); nomination asks for up to
+# 200 candidates a channel, as the seed's `candidate_k`.
+HNSW_EF_SEARCH = 200
+
+
+def _configure(conn: psycopg.Connection) -> None:
+    register_vector(conn)
+    conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(HNSW_EF_SEARCH),))
+
+
 def open_pools(dsn: str, *, general: int = 4, retrieval: int = 4, graph: int = 2) -> Pools:
     def pool(size: int, name: str) -> ConnectionPool:
         return ConnectionPool(dsn, min_size=1, max_size=size, name=name, open=True,
-                              kwargs={"autocommit": True}, configure=register_vector)
+                              kwargs={"autocommit": True}, configure=_configure)
     return Pools(pool(general, "general"), pool(retrieval, "retrieval"), pool(graph, "graph"))
 
 

@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 GraphBudget = Literal["depth_budget", "expansion_budget", "frontier_budget", "result_budget", "time_budget"]
 SavedStatus = Literal["draft", "pending_revalidation", "active", "deprecated", "disabled", "broken"]
 
+PG_INT_MAX = 2_147_483_647   # versions are PostgreSQL integers: a larger one is a 422, not a failed cast
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -117,7 +119,7 @@ class ExplainRequest(_Strict):
 
 
 class SavedRunRequest(_Strict):
-    version: int | None = Field(default=None, ge=1)
+    version: int | None = Field(default=None, ge=1, le=PG_INT_MAX)
     parameters: list[Any] = Field(default_factory=list)
     max_rows: int | None = Field(default=None, ge=0)
 
@@ -126,7 +128,7 @@ class SavedQuerySummary(_Strict):
     query_id: UUID
     namespace: str
     name: str
-    version: int = Field(ge=1)
+    version: int = Field(ge=1, le=PG_INT_MAX)
     status: SavedStatus
     description: str | None
     origin: Literal["human", "agent", "import", "shipped_example"]

@@ -104,7 +104,8 @@ def query_router(pools: Any, deployment: Any, embed: Callable[[str], Any]) -> AP
             return saved_queries.list_queries(conn, namespace, status)
 
     @router.get("/query/saved/{namespace}/{name}", response_model=qm.SavedQueryDetail)
-    def describe_saved(namespace: str, name: str, version: int | None = None) -> dict[str, Any]:
+    def describe_saved(namespace: str, name: str,
+                       version: Annotated[int | None, Query(ge=1, le=qm.PG_INT_MAX)] = None) -> dict[str, Any]:
         with registry() as conn:
             return saved_queries.describe(conn, namespace, name, version)
 
