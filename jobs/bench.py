@@ -69,15 +69,11 @@ def _import_child(corpus: Path, home: Path, args: argparse.Namespace) -> dict[st
 
 
 def _last_run(home: Path) -> tuple[dict[str, Any], list[str]]:
-    from sql import embedded, store
+    from sql import bench_queries, embedded, store
 
     dsn = embedded.start((home / "pg").resolve())
     with store.connect(dsn) as conn:
-        report = conn.execute("SELECT report FROM import_runs ORDER BY started_at DESC LIMIT 1").fetchone()[0]
-        # every text the import embedded: chunks and the claims it extracted
-        texts = [r[0] for r in conn.execute("SELECT text FROM chunks ORDER BY version_id, ord")]
-        texts += [r[0] for r in conn.execute("SELECT claim_text FROM claims ORDER BY claim_id")]
-    return report, texts
+        return bench_queries.last_import_report(conn), bench_queries.embedded_texts(conn)
 
 
 def _raw_encode(texts: list[str], threads: int, batch_size: int) -> float:

@@ -46,8 +46,6 @@ _CLAIMS_PER_DOC = 15.6
 _NOTES_SHARE = 0.85
 _MARGIN = 1.08
 
-# the floor: what pgvector alone costs for the nearest claims, with no API, confirmation or fusion
-_BARE_QUERY = "SELECT claim_id FROM claims ORDER BY embedding <=> %s LIMIT 10"
 _GENERATION_FILE = "generation.json"
 
 
@@ -81,15 +79,10 @@ def memory_claims(home: Path) -> int | None:
     """Claims in the memory under `home` if its last import succeeded, else None."""
     if not (home / "pg").exists():
         return None
-    from sql import store
+    from sql import bench_queries, store
 
     with store.connect(_dsn(home)) as conn:
-        if conn.execute("SELECT to_regclass('import_runs') IS NULL").fetchone()[0]:
-            return None
-        last = conn.execute("SELECT status FROM import_runs ORDER BY started_at DESC LIMIT 1").fetchone()
-        if last is None or last[0] != "succeeded":
-            return None
-        return conn.execute("SELECT count(*) FROM claims").fetchone()[0]
+        return bench_queries.claims_if_imported(conn)
 
 
 def ensure_memory(work: Path, claims: int) -> dict[str, Any]:
@@ -132,14 +125,10 @@ def ensure_memory(work: Path, claims: int) -> dict[str, Any]:
 
 
 def _memory_figures(dsn: str) -> dict[str, int]:
-    from sql import store
+    from sql import bench_queries, store
 
     with store.connect(dsn) as conn:
-        figures = {table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # fixed names
-                   for table in ("claims", "entities", "facts")}
-        # deleted documents are never served, so only live ones describe the memory being read
-        figures["documents"] = conn.execute("SELECT count(*) FROM documents WHERE deleted_at IS NULL").fetchone()[0]
-    return figures
+        return bench_queries.memory_figures(conn)
 
 
 @dataclass(frozen=True)
@@ -156,15 +145,11 @@ def draw_queries(dsn: str, count: int, seed: int) -> Queries:
     (the same memory and seed give the same queries)."""
     from pgvector.psycopg import register_vector
 
-    from sql import store
+    from sql import bench_queries, store
 
     with store.connect(dsn) as conn:
         register_vector(conn)
-        names = [r[0] for r in conn.execute(
-            "SELECT canonical_name FROM entities ORDER BY md5(entity_id::text || %s) LIMIT %s", (str(seed), count))]
-        claims = conn.execute(
-            "SELECT claim_text, embedding FROM claims WHERE embedding IS NOT NULL "
-            "ORDER BY md5(claim_id::text || %s) LIMIT %s", (str(seed), count)).fetchall()
+        names, claims = bench_queries.seeded_questions(conn, count, seed)
     if not names or not claims:
         raise SystemExit("corpusmem bench serve: the memory has no entities or no embedded claims to ask about")
     return Queries(names=_cycle(names, count), claim_texts=_cycle([c[0] for c in claims], count),
@@ -296,11 +281,13 @@ def bare_client(dsn: str) -> ClientFactory:
         import psycopg
         from pgvector.psycopg import register_vector
 
+        from sql import bench_queries
+
         conn = stack.enter_context(psycopg.connect(dsn, autocommit=True))
         register_vector(conn)
 
         def call(vector: Any) -> str | None:
-            return None if conn.execute(_BARE_QUERY, (vector,)).fetchall() else "no rows"
+            return None if conn.execute(bench_queries.BARE_NEAREST_CLAIMS, (vector,)).fetchall() else "no rows"
         return call
     return open_client
 

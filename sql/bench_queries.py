@@ -1,0 +1,49 @@
+"""The SQL the benchmarks read: what a generated memory holds, and what to ask it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+# the floor of `bench serve`: what pgvector alone costs for the nearest claims, with no API,
+# confirmation or fusion
+BARE_NEAREST_CLAIMS = "SELECT claim_id FROM claims ORDER BY embedding <=> %s LIMIT 10"
+
+
+def claims_if_imported(conn: psycopg.Connection) -> int | None:
+    """Claims in the memory if its last import succeeded, else None."""
+    if conn.execute("SELECT to_regclass('import_runs') IS NULL").fetchone()[0]:
+        return None
+    last = conn.execute("SELECT status FROM import_runs ORDER BY started_at DESC LIMIT 1").fetchone()
+    if last is None or last[0] != "succeeded":
+        return None
+    return conn.execute("SELECT count(*) FROM claims").fetchone()[0]
+
+
+def memory_figures(conn: psycopg.Connection) -> dict[str, int]:
+    figures = {table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # fixed names
+               for table in ("claims", "entities", "facts")}
+    # deleted documents are never served, so only live ones describe the memory being read
+    figures["documents"] = conn.execute("SELECT count(*) FROM documents WHERE deleted_at IS NULL").fetchone()[0]
+    return figures
+
+
+def seeded_questions(conn: psycopg.Connection, count: int, seed: int) -> tuple[list[str], list[tuple[str, Any]]]:
+    """`count` entity names and `count` (claim text, vector), in a seeded order of their ids."""
+    names = [r[0] for r in conn.execute(
+        "SELECT canonical_name FROM entities ORDER BY md5(entity_id::text || %s) LIMIT %s", (str(seed), count))]
+    claims = conn.execute(
+        "SELECT claim_text, embedding FROM claims WHERE embedding IS NOT NULL "
+        "ORDER BY md5(claim_id::text || %s) LIMIT %s", (str(seed), count)).fetchall()
+    return names, claims
+
+
+def last_import_report(conn: psycopg.Connection) -> Any:
+    return conn.execute("SELECT report FROM import_runs ORDER BY started_at DESC LIMIT 1").fetchone()[0]
+
+
+def embedded_texts(conn: psycopg.Connection) -> list[str]:
+    """Every text an import embedded: its chunks, then its claims."""
+    texts = [r[0] for r in conn.execute("SELECT text FROM chunks ORDER BY version_id, ord")]
+    return texts + [r[0] for r in conn.execute("SELECT claim_text FROM claims ORDER BY claim_id")]
