@@ -13,6 +13,7 @@ from uuid import UUID
 
 import psycopg
 
+from pipeline import fusion
 from serve import models as m
 from sql import facts_read, read_queries
 
@@ -117,7 +118,6 @@ def facts_context(conn: psycopg.Connection, query: str, *, time: facts_read.Time
 # --- lookups, hydration, transcript ---------------------------------------------------------
 
 TRANSCRIPT_LIMIT = 40
-RRF_K = 60
 
 
 def _results(conn: psycopg.Connection, rows: list[tuple], time: facts_read.TimeQuery, at: datetime) -> list[m.FactResult]:
@@ -211,29 +211,20 @@ def adjacent(conn: psycopg.Connection, chunk_id: str, window: int) -> m.Envelope
     return _envelope("evidence", at, chunks=tuple(chunk_result(r) for r in rows), negative=negative)
 
 
-def _fuse(*ranked: list[str]) -> list[tuple[str, float, dict[str, float]]]:
-    """Reciprocal rank fusion (k = 60): each channel adds 1 / (60 + rank)."""
-    scores: dict[str, dict[str, float]] = {}
-    for i, ids in enumerate(ranked):
-        for rank, item in enumerate(ids, start=1):
-            scores.setdefault(item, {})[f"channel_{i}"] = 1.0 / (RRF_K + rank)
-    return sorted(((item, sum(s.values()), s) for item, s in scores.items()), key=lambda t: (-t[1], t[0]))
-
-
 def claims_and_sources_context(conn: psycopg.Connection, query: str, *, k: int = 50, candidate_k: int = 200,
                                vector: Any = None, entity_ids: list[str] | None = None,
                                at: datetime | None = None) -> m.Envelope:
     at = at or now()
     if entity_ids:
-        missing = sorted(set(entity_ids) - read_queries.known_entities(conn, entity_ids))
+        missing = sorted(set(entity_ids) - set(read_queries.entity_names(conn, entity_ids)))
         if missing:
             return _envelope("evidence", at, negative=m.Negative(kind="unknown_entity",
                                                                 explanation=f"no entity {', '.join(missing)}"))
     nominated = {table: [read_queries.nominate(conn, table, channel, query, vector, candidate_k, entity_ids)
                          for channel in ("semantic", "bm25")] for table in ("claims", "chunks")}
-    fused_claims, fused_chunks = (_fuse(*nominated[table]) for table in ("claims", "chunks"))
-    claims = read_queries.confirm_claims(conn, [c for c, _, _ in fused_claims])
-    chunks = read_queries.confirm_chunks(conn, [c for c, _, _ in fused_chunks])
+    fused_claims, fused_chunks = (fusion.fuse(nominated[table]) for table in ("claims", "chunks"))
+    claims = read_queries.confirm_claims(conn, fused_claims)
+    chunks = read_queries.confirm_chunks(conn, fused_chunks)
     dropped = len(fused_claims) - len(claims) + len(fused_chunks) - len(chunks)
     grouped = _group_claims(claims)
     full_channel = any(len(ids) >= candidate_k for lists in nominated.values() for ids in lists)

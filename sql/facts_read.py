@@ -13,8 +13,9 @@ from typing import Any
 
 import psycopg
 
-from pipeline import names, windows
+from pipeline import fusion, names, windows
 from pipeline.windows import Window
+from sql import read_queries
 
 MODES = ("current", "at", "overlap", "history")
 CANDIDATES = 200
@@ -126,8 +127,7 @@ def facts(conn: psycopg.Connection, *, entity_ids: list[str] | None = None, text
     scope = {"mode": time.mode, "evaluated_at": now, "at": time.at, "from": time.start, "to": time.end}
     nodes: list[tuple[str, int]] = []
     if entity_ids:
-        known = {r[0] for r in conn.execute("SELECT entity_id::text FROM entities WHERE entity_id = ANY(%s::uuid[])",
-                                            (entity_ids,)).fetchall()}
+        known = read_queries.entity_names(conn, entity_ids)
         missing = [e for e in entity_ids if e not in known]
         if missing:
             return FactsAnswer([], scope, {"kind": "unknown_entity",
@@ -139,7 +139,7 @@ def facts(conn: psycopg.Connection, *, entity_ids: list[str] | None = None, text
         channels = [_nominate_words(conn, text or "", predicate)]
         if vector is not None:
             channels += [_nominate_meaning(conn, vector, predicate), _nominate_profiles(conn, vector, predicate)]
-        ranked = fuse(channels)[:CANDIDATES]
+        ranked = fusion.fuse(channels)[:CANDIDATES]
     rows = _confirm(conn, ranked)
     dropped = len(ranked) - len(rows)
     found = [f for f in (result_from_row(row, time, now) for row in rows) if f is not None]
@@ -155,35 +155,22 @@ def facts(conn: psycopg.Connection, *, entity_ids: list[str] | None = None, text
 
 
 GRAPH_ENTITIES = 20   # the seed's cap on the expanded entity set, anchors included
-RRF_K = 60
-
-
-def fuse(channels: list[list[str]]) -> list[str]:
-    """Reciprocal rank fusion (k = 60); ties by id, so the order never depends on arrival."""
-    scores: dict[str, float] = {}
-    for ids in channels:
-        for rank, item in enumerate(ids, start=1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (RRF_K + rank)
-    return sorted(scores, key=lambda item: (-scores[item], item))
+EXPANSION_EDGES = 2000   # relations one expansion hop may read
 
 
 def expand(conn: psycopg.Connection, anchors: list[str], hops: int, *, valid_at: datetime,
            predicate: str | None) -> list[tuple[str, int]]:
-    """(entity_id, hops) of the neighbours within `hops` on the live graph at `valid_at`,
-    nearest first, filling at most 20 entities with the anchors."""
+    """(entity_id, hops) of the neighbours within `hops` on the live graph at `valid_at` (the
+    graph routes' edges: believed now, not withdrawn), nearest first and, within a hop, along the
+    best-evidenced relations first, filling at most 20 entities with the anchors."""
     seen, added, frontier = set(anchors), [], list(anchors)
     for hop in range(1, hops + 1):
         if not frontier or len(seen) >= GRAPH_ENTITIES:
             break
-        rows = conn.execute(
-            "SELECT DISTINCT n.entity_id, min(f.fact_id::text) FROM facts f, LATERAL (VALUES (f.subject_id::text),"
-            " (f.object_id::text)) n(entity_id) WHERE f.kind = 'relation' AND f.invalidated_at IS NULL"
-            " AND f.support = 'current' AND (f.subject_id = ANY(%(f)s::uuid[]) OR f.object_id = ANY(%(f)s::uuid[]))"
-            " AND (%(p)s::text IS NULL OR f.predicate = %(p)s) AND (f.valid_from IS NULL OR f.valid_from <= %(v)s)"
-            " AND (f.valid_until IS NULL OR f.valid_until > %(v)s) AND n.entity_id IS NOT NULL"
-            " GROUP BY 1 ORDER BY 1", {"f": frontier, "p": predicate, "v": valid_at}).fetchall()
+        edges = read_queries.graph_edges(conn, frontier, valid_at=valid_at, believed_at=None,
+                                         predicates=[predicate] if predicate else [], limit=EXPANSION_EDGES)
         frontier = []
-        for entity_id, _ in rows:
+        for entity_id in (str(end) for edge in edges for end in (edge[1], edge[2]) if end is not None):
             if entity_id in seen or len(seen) >= GRAPH_ENTITIES:
                 continue
             seen.add(entity_id)

@@ -175,11 +175,6 @@ def nominate(conn: psycopg.Connection, table: str, channel: str, query: str, vec
     return [r[0] for r in conn.execute(sql, {"q": query, "v": vector, "k": k, "about": about}).fetchall()]
 
 
-def known_entities(conn: psycopg.Connection, ids: list[str]) -> set[str]:
-    return {r[0] for r in conn.execute("SELECT entity_id::text FROM entities WHERE entity_id = ANY(%s::uuid[])",
-                                       (ids,)).fetchall()}
-
-
 def confirm_claims(conn: psycopg.Connection, ids: list[str]) -> list[dict[str, Any]]:
     """The nominated claims that are still current testimony of a live document, in the given order."""
     with conn.cursor() as cur:
