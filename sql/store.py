@@ -147,25 +147,14 @@ def pin_deployment(conn: psycopg.Connection, *, embedding_model: str, embedding_
 
 def _type_vector_columns(conn: psycopg.Connection, dim: int) -> None:
     """Give every still-untyped vector column the pinned dimension (new columns from later
-    migrations included), so HNSW indexes can be built on them.
-
-    PostgreSQL refuses ALTER COLUMN TYPE on a column a view reads, and the memory_v1 query space
-    reads these tables through views: its schemas are dropped first and rebuilt from their
-    migration afterwards (a fresh memory, so nothing but definitions is lost)."""
-    untyped = [(table, column) for table, column, _ in VECTOR_COLUMNS
-               if conn.execute("SELECT atttypmod FROM pg_attribute WHERE attrelid = %s::regclass AND attname = %s",
-                               (table, column)).fetchone()[0] == -1]
-    if not untyped:
-        return
-    rebuild = [text for _, _, text in migration_files() if "CREATE SCHEMA memory_v1" in text]
-    if rebuild:
-        conn.execute("DROP SCHEMA IF EXISTS memory_v1 CASCADE")
-        conn.execute("DROP SCHEMA IF EXISTS memory_v1_private CASCADE")
-    for table, column in untyped:
-        conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} TYPE vector({})").format(
-            sql.Identifier(table), sql.Identifier(column), sql.Literal(dim)))
-    for text in rebuild:
-        conn.execute(text)
+    migrations included), so HNSW indexes can be built on them. (PostgreSQL refuses this while a
+    view reads the column: the memory_v1 views name their columns and never read a vector.)"""
+    for table, column, _ in VECTOR_COLUMNS:
+        typmod = conn.execute("SELECT atttypmod FROM pg_attribute WHERE attrelid = %s::regclass"
+                              " AND attname = %s", (table, column)).fetchone()[0]
+        if typmod == -1:
+            conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} TYPE vector({})").format(
+                sql.Identifier(table), sql.Identifier(column), sql.Literal(dim)))
 
 
 def ensure_vector_indexes(conn: psycopg.Connection) -> list[str]:
