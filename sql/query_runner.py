@@ -359,7 +359,9 @@ class QueryRunner:
         for call in statement.public_calls:
             if not call.name.startswith("semantic_") or not call.arguments:
                 continue
-            kind, value = call.arguments[0]
+            # the query text: the argument named `query`, else the first (`query => $1` may come later)
+            names = list(call.argument_names)
+            kind, value = call.arguments[names.index("query") if "query" in names else 0]
             if kind == "param":
                 value = parameters[int(value) - 1]
             if isinstance(value, str) and value not in texts:

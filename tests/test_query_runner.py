@@ -328,6 +328,10 @@ def test_semantic_search_reports_its_invocation(runner):
     assert result["termination_reason"] == "completed", result["error_message"]
     assert [i["function"] for i in result["semantic_invocations"]] == ["semantic_claims"]
     assert 0 < result["returned_row_count"] <= 5
+    named = parsed(runner.run("SELECT s.claim_id FROM semantic_claims(k => 5, query => $1) AS s",
+                              ["who leads billing"]))
+    assert named["termination_reason"] == "completed", named["error_message"]
+    assert named["rows"] == result["rows"]
 
 
 def test_explain_plans_without_running(runner):
