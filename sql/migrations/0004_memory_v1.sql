@@ -1035,6 +1035,39 @@ BEGIN
 END
 $$;
 
+-- The status row a neighbourhood or path walk ends with, recorded for the runner as well.
+CREATE FUNCTION memory_v1_private.graph_status(fn text, reason text, examined bigint, returned bigint,
+                                               depth_cap integer, expand_cap integer, frontier_cap integer,
+                                               results_cap integer, time_cap integer, valid_at timestamptz,
+                                               believed_at timestamptz)
+RETURNS TABLE (row_kind text, hops integer, relation_ids uuid[], node_ids uuid[], truncated boolean,
+               truncation_reason text, examined_edges bigint, returned_paths bigint, effective_depth integer,
+               effective_expansion_budget integer, effective_frontier_budget integer, effective_result_budget integer,
+               effective_time_budget_ms integer, applied_valid_at timestamptz, applied_believed_at timestamptz)
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    row_kind := 'status';
+    truncated := reason IS NOT NULL;
+    truncation_reason := reason;
+    examined_edges := examined;
+    returned_paths := returned;
+    effective_depth := depth_cap;
+    effective_expansion_budget := expand_cap;
+    effective_frontier_budget := frontier_cap;
+    effective_result_budget := results_cap;
+    effective_time_budget_ms := time_cap;
+    applied_valid_at := coalesce(graph_status.valid_at, memory_v1_private.evaluated_at());
+    applied_believed_at := coalesce(graph_status.believed_at, memory_v1_private.evaluated_at());
+    PERFORM memory_v1_private.record_graph_invocation(fn,
+        jsonb_build_object('truncated', truncated, 'truncation_reason', truncation_reason, 'examined_edges', examined_edges,
+        'returned_paths', returned_paths, 'effective_depth', effective_depth, 'effective_expansion_budget', effective_expansion_budget,
+        'effective_frontier_budget', effective_frontier_budget, 'effective_result_budget', effective_result_budget,
+        'effective_time_budget_ms', effective_time_budget_ms, 'applied_valid_at', applied_valid_at, 'applied_believed_at', applied_believed_at, 'evaluated_at', NULL));
+    RETURN NEXT;
+END
+$$;
+
 -- @function graph_neighborhood
 -- Breadth-first over relations in either direction: one shortest path to each entity reached,
 -- then one status row. Budgets stop the walk and name themselves in truncation_reason.
@@ -1117,26 +1150,11 @@ BEGIN
         END LOOP;
         frontier := next_frontier;
     END LOOP;
-    row_kind := 'status';
-    hops := NULL;
-    relation_ids := NULL;
-    node_ids := NULL;
-    truncated := reason IS NOT NULL;
-    truncation_reason := reason;
-    examined_edges := examined;
-    returned_paths := returned;
-    effective_depth := depth_cap;
-    effective_expansion_budget := expand_cap;
-    effective_frontier_budget := frontier_cap;
-    effective_result_budget := results_cap;
-    effective_time_budget_ms := time_cap;
-    applied_valid_at := coalesce(valid_at, memory_v1_private.evaluated_at());
-    applied_believed_at := coalesce(believed_at, memory_v1_private.evaluated_at());
-    PERFORM memory_v1_private.record_graph_invocation('graph_neighborhood',
-        jsonb_build_object('truncated', truncated, 'truncation_reason', truncation_reason, 'examined_edges', examined_edges,
-        'returned_paths', returned_paths, 'effective_depth', effective_depth, 'effective_expansion_budget', effective_expansion_budget,
-        'effective_frontier_budget', effective_frontier_budget, 'effective_result_budget', effective_result_budget,
-        'effective_time_budget_ms', effective_time_budget_ms, 'applied_valid_at', applied_valid_at, 'applied_believed_at', applied_believed_at, 'evaluated_at', NULL));
+    SELECT * INTO row_kind, hops, relation_ids, node_ids, truncated, truncation_reason, examined_edges, returned_paths,
+                  effective_depth, effective_expansion_budget, effective_frontier_budget, effective_result_budget,
+                  effective_time_budget_ms, applied_valid_at, applied_believed_at
+    FROM memory_v1_private.graph_status('graph_neighborhood', reason, examined, returned, depth_cap, expand_cap, frontier_cap,
+                                        results_cap, time_cap, valid_at, believed_at);
     -- The runner reads the status from corpusmem.graph_invocations and asks for no status row:
     -- a statement that does not select row_kind could not tell it from a path.
     IF current_setting('corpusmem.graph_status_rows', true) IS DISTINCT FROM 'omit' THEN
@@ -1236,26 +1254,11 @@ BEGIN
         node_ids := ARRAY(SELECT jsonb_array_elements_text(p -> 'n')::uuid);
         RETURN NEXT;
     END LOOP;
-    row_kind := 'status';
-    hops := NULL;
-    relation_ids := NULL;
-    node_ids := NULL;
-    truncated := reason IS NOT NULL;
-    truncation_reason := reason;
-    examined_edges := examined;
-    returned_paths := returned;
-    effective_depth := depth_cap;
-    effective_expansion_budget := expand_cap;
-    effective_frontier_budget := frontier_cap;
-    effective_result_budget := results_cap;
-    effective_time_budget_ms := time_cap;
-    applied_valid_at := coalesce(valid_at, memory_v1_private.evaluated_at());
-    applied_believed_at := coalesce(believed_at, memory_v1_private.evaluated_at());
-    PERFORM memory_v1_private.record_graph_invocation('graph_path',
-        jsonb_build_object('truncated', truncated, 'truncation_reason', truncation_reason, 'examined_edges', examined_edges,
-        'returned_paths', returned_paths, 'effective_depth', effective_depth, 'effective_expansion_budget', effective_expansion_budget,
-        'effective_frontier_budget', effective_frontier_budget, 'effective_result_budget', effective_result_budget,
-        'effective_time_budget_ms', effective_time_budget_ms, 'applied_valid_at', applied_valid_at, 'applied_believed_at', applied_believed_at, 'evaluated_at', NULL));
+    SELECT * INTO row_kind, hops, relation_ids, node_ids, truncated, truncation_reason, examined_edges, returned_paths,
+                  effective_depth, effective_expansion_budget, effective_frontier_budget, effective_result_budget,
+                  effective_time_budget_ms, applied_valid_at, applied_believed_at
+    FROM memory_v1_private.graph_status('graph_path', reason, examined, returned, depth_cap, expand_cap, frontier_cap,
+                                        results_cap, time_cap, valid_at, believed_at);
     -- The runner reads the status from corpusmem.graph_invocations and asks for no status row:
     -- a statement that does not select row_kind could not tell it from a path.
     IF current_setting('corpusmem.graph_status_rows', true) IS DISTINCT FROM 'omit' THEN
