@@ -34,7 +34,7 @@ def main(settings: Settings) -> int:
                       f"{vfrom:%Y-%m-%d}..open" if vfrom else "no stated time")
             print(f"  {title} [{start}:{end}] said {asserted:%Y-%m-%d}: {text}")
             print(f"      source span {span!r}; world time {window} ({precision})")
-        _show_facts(conn)
+        _show_facts(store.resolve_dsn(settings))
         query = "who leads the billing migration"
         print(f"\nnearest chunks to {query!r} (cosine distance, exact characters of document.md):")
         from actors.embedder import load_model, resolve_model
@@ -48,23 +48,29 @@ def main(settings: Settings) -> int:
     return 0
 
 
-def _show_facts(conn) -> None:
+def _show_facts(dsn: str) -> None:
     """Facts with their windows and evidence, a contradiction, and a question "as of" a date."""
-    billing = [c[0] for c in facts_read.find_entities(conn, "billing migration") if c[2] == "T0"]
     now = datetime.now(timezone.utc)
+
+    async def ask(conn: facts_read.Conn) -> tuple[facts_read.FactsAnswer, ...]:
+        billing = [c[0] for c in await facts_read.find_entities(conn, "billing migration") if c[2] == "T0"]
+        ravi = [c[0] for c in await facts_read.find_entities(conn, "Ravi") if c[2] == "T0"]
+        march = facts_read.TimeQuery("at", at=datetime(2026, 3, 1, tzinfo=timezone.utc))
+        return (await facts_read.facts(conn, entity_ids=billing, now=now),
+                await facts_read.facts(conn, entity_ids=billing, now=now, time=march),
+                await facts_read.facts(conn, entity_ids=ravi, now=now, time=facts_read.TimeQuery("history")))
+
+    current, march, ravi = facts_read.read(dsn, ask)
     print(f"\nwhat the memory holds true now about the billing migration (evaluated {now:%Y-%m-%d}):")
-    for fact in facts_read.facts(conn, entity_ids=billing, now=now).facts:
+    for fact in current.facts:
         if fact.kind == "relation" or fact.contradiction or "scheduled" in fact.label:
             print("\n".join(facts_cli.render_fact(fact)))
-    march = facts_read.facts(conn, entity_ids=billing, now=now,
-                             time=facts_read.TimeQuery("at", at=datetime(2026, 3, 1, tzinfo=timezone.utc)))
     print("\nand as of 2026-03-01:")
     for fact in march.facts:
         if fact.kind == "relation" or "scheduled" in fact.label:
             print("\n".join(facts_cli.render_fact(fact)))
-    ravi = [c[0] for c in facts_read.find_entities(conn, "Ravi") if c[2] == "T0"]
     print("\nRavi's history:")
-    for fact in facts_read.facts(conn, entity_ids=ravi, now=now, time=facts_read.TimeQuery("history")).facts:
+    for fact in ravi.facts:
         if fact.kind == "relation":
             print("\n".join(facts_cli.render_fact(fact)))
 

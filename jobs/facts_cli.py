@@ -61,15 +61,19 @@ def render_fact(f: facts_read.FactResult) -> list[str]:
 def show_facts(settings: Settings, args: argparse.Namespace) -> str:
     time = time_query(args)
     now = _instant(args.now) if args.now else None
-    with store.connect(store.resolve_dsn(settings)) as conn:
-        candidates = [c for c in facts_read.find_entities(conn, args.query) if c[2] == "T0"]
+    async def ask(conn: facts_read.Conn) -> tuple[list[tuple[str, str, str]], facts_read.FactsAnswer]:
+        candidates = [c for c in await facts_read.find_entities(conn, args.query) if c[2] == "T0"]
         if candidates:
-            answer = facts_read.facts(conn, entity_ids=[c[0] for c in candidates], time=time, k=args.k, now=now)
-            head = ", ".join(f"{name} ({eid[:8]})" for eid, name, _ in candidates)
-            lines = [f"facts about {head}" + (" — several entities share this name" if len(candidates) > 1 else "")]
-        else:
-            answer = facts_read.facts(conn, text=args.query, time=time, k=args.k, now=now)
-            lines = [f"facts matching {args.query!r}"]
+            return candidates, await facts_read.facts(conn, entity_ids=[c[0] for c in candidates], time=time,
+                                                      k=args.k, now=now)
+        return candidates, await facts_read.facts(conn, text=args.query, time=time, k=args.k, now=now)
+
+    candidates, answer = facts_read.read(store.resolve_dsn(settings), ask)
+    if candidates:
+        head = ", ".join(f"{name} ({eid[:8]})" for eid, name, _ in candidates)
+        lines = [f"facts about {head}" + (" — several entities share this name" if len(candidates) > 1 else "")]
+    else:
+        lines = [f"facts matching {args.query!r}"]
     scope = answer.temporal_scope
     lines[0] += f", time mode {scope['mode']}" + (f" at {_day(scope['at'])}" if scope["at"] else "") + \
         (f" {_day(scope['from'])}..{_day(scope['to'])}" if scope["from"] else "") + \

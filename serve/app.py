@@ -1,17 +1,20 @@
 """The read API: a FastAPI app over the PostgreSQL authority, served by Ray Serve.
 
-`build_app(pools, deployment)` returns the FastAPI application (tests drive it in process);
-`Api` is the Ray Serve ingress deployment around it. Handlers are plain functions run in
-FastAPI's thread pool, each taking a connection from the pool of its kind: `general`,
-`retrieval` or `graph`, whose sizes are the concurrency limits.
+`build_app(pools, deployment, embed)` returns the FastAPI application (tests drive it in
+process); `Api` is the Ray Serve ingress deployment around it. Read handlers are coroutines, each
+awaiting a connection from the async psycopg pool of its kind, `general`, `retrieval` or `graph`,
+whose sizes are the concurrency limits; a question is embedded before its connection is taken,
+so no connection waits on the model. Ingest, document deletion and the SQL query space share
+their code with the import pipeline and the CLI, which are synchronous: they run in FastAPI's
+thread pool on the `sync` pool.
 
 Error bodies are exactly `{"detail": ...}`, as the seed and the `remember` client expect.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -21,8 +24,8 @@ import psycopg
 from fastapi import Body, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pgvector.psycopg import register_vector
-from psycopg_pool import ConnectionPool
+from pgvector.psycopg import register_vector_async
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from pydantic import BaseModel, ConfigDict, Field
 
 from starlette.concurrency import run_in_threadpool
@@ -40,13 +43,21 @@ OPERATION_NAMES = ("resolve_entity", "claims_and_sources_context", "facts_contex
 
 @dataclass
 class Pools:
-    general: ConnectionPool
-    retrieval: ConnectionPool
-    graph: ConnectionPool
+    general: AsyncConnectionPool
+    retrieval: AsyncConnectionPool
+    graph: AsyncConnectionPool
+    # ingest, deletion and the saved-query registry: code shared with the pipeline and the CLI;
+    # open from the start, as the query routes seed the registry when the app is built
+    sync: ConnectionPool
 
-    def close(self) -> None:
+    async def open(self) -> None:
         for pool in (self.general, self.retrieval, self.graph):
-            pool.close()
+            await pool.open(wait=True, timeout=30)
+
+    async def close(self) -> None:
+        for pool in (self.general, self.retrieval, self.graph):
+            await pool.close()
+        self.sync.close()
 
 
 # pgvector's HNSW scan returns at most `ef_search` rows (default 40); nomination asks for up to
@@ -54,16 +65,18 @@ class Pools:
 HNSW_EF_SEARCH = 200
 
 
-def _configure(conn: psycopg.Connection) -> None:
-    register_vector(conn)
-    conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(HNSW_EF_SEARCH),))
+async def _configure(conn: psycopg.AsyncConnection) -> None:
+    await register_vector_async(conn)
+    await conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(HNSW_EF_SEARCH),))
 
 
-def open_pools(dsn: str, *, general: int = 4, retrieval: int = 4, graph: int = 2) -> Pools:
-    def pool(size: int, name: str) -> ConnectionPool:
-        return ConnectionPool(dsn, min_size=1, max_size=size, name=name, open=True,
-                              kwargs={"autocommit": True}, configure=_configure)
-    return Pools(pool(general, "general"), pool(retrieval, "retrieval"), pool(graph, "graph"))
+def open_pools(dsn: str, *, general: int = 4, retrieval: int = 4, graph: int = 2, sync: int = 2) -> Pools:
+    """The pools of one replica; the async ones are opened by the app's lifespan, inside its loop."""
+    def pool(size: int, name: str) -> AsyncConnectionPool:
+        return AsyncConnectionPool(dsn, min_size=1, max_size=size, name=name, open=False,
+                                   kwargs={"autocommit": True}, configure=_configure)
+    return Pools(pool(general, "general"), pool(retrieval, "retrieval"), pool(graph, "graph"),
+                 ConnectionPool(dsn, min_size=1, max_size=sync, name="sync", open=True, kwargs={"autocommit": True}))
 
 
 @dataclass(frozen=True)
@@ -122,15 +135,25 @@ class CitationPathRequest(_Body):
     max_hops: int = Field(default=6, ge=1, le=6)
 
 
-def build_app(pools: Pools, deployment: DeploymentInfo, embed: Callable[[str], Any]) -> FastAPI:
-    """`embed(text)` gives a query vector (the query-embedder deployment, or a local model)."""
-    app = FastAPI(title="corpusmem", version=deployment.build_revision,
+Embed = Callable[[str], Awaitable[Any]]
+
+
+def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI:
+    """`await embed(text)` gives a query vector (the query-embedder deployment, or a local model).
+    The app opens `pools` when it starts and closes them when it stops."""
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await pools.open()
+        try:
+            yield
+        finally:
+            await pools.close()
+
+    app = FastAPI(title="corpusmem", version=deployment.build_revision, lifespan=lifespan,
                   description="The memory's read API: assured operations, lookups and documents.")
 
-    @contextmanager
-    def conn(kind: str = "general") -> Iterator[psycopg.Connection]:
-        with getattr(pools, kind).connection() as c:
-            yield c
+    def conn(kind: str = "general") -> Any:
+        return getattr(pools, kind).connection()
 
     # Registered first, so it runs inside the credential check: refusals there count against nothing.
     app.middleware("http")(admission.middleware(deployment.limits))
@@ -142,52 +165,59 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Callable[[str], A
             {k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in error.errors()]})
 
     @app.get("/healthz")
-    def healthz() -> dict[str, str]:
-        with conn() as c:
-            c.execute("SELECT 1")
+    async def healthz() -> dict[str, str]:
+        async with conn() as c:
+            await c.execute("SELECT 1")
         return {"status": "ok"}
 
     @app.get("/deployment", response_model=m.DeploymentBuildInfo)
-    def deployment_info() -> m.DeploymentBuildInfo:
+    async def deployment_info() -> m.DeploymentBuildInfo:
         return m.DeploymentBuildInfo(build_revision=deployment.build_revision,
                                      model_bindings={"embedding": deployment.embedding_model},
                                      tools=operations.TOOL_VERSIONS)
 
     @app.get("/operations", response_model=list[m.ToolDescriptor])
-    def list_operations() -> list[m.ToolDescriptor]:
+    async def list_operations() -> list[m.ToolDescriptor]:
         return operations.descriptors()
 
     @app.post("/operations/{name}")
-    def run_operation(name: str, arguments: Annotated[dict[str, Any], Body()] = None) -> dict[str, Any]:
+    async def run_operation(name: str, arguments: Annotated[dict[str, Any], Body()] = None) -> dict[str, Any]:
         if name not in OPERATION_NAMES:
             raise HTTPException(404, f"unknown operation {name!r}")
         args = operations.validate(name, arguments or {})
-        with conn("retrieval") as c:
-            if name == "resolve_entity":
-                result = reads.resolve_entity(c, args["name"])
-            elif name == "facts_context":
-                result = facts(c, args)
+        if name == "resolve_entity":
+            async with conn("retrieval") as c:
+                result = await reads.resolve_entity(c, args["name"])
+            return result.model_dump(mode="json", by_alias=True)
+        time = TimeArg(**args.get("time", {})).query() if name == "facts_context" else None
+        skip_model = name == "facts_context" and args.get("entity_ids")   # anchored: nothing to embed
+        question = None if skip_model else await vector(args["query"])
+        async with conn("retrieval") as c:
+            if name == "facts_context":
+                result = await facts(c, args, time, question)
             elif name == "claims_and_sources_context":
-                result = reads.claims_and_sources_context(c, args["query"], k=args["k"], candidate_k=args["candidate_k"],
-                                                          vector=vector(args["query"]),
-                                                          entity_ids=args.get("entity_ids"))
+                result = await reads.claims_and_sources_context(
+                    c, args["query"], k=args["k"], candidate_k=args["candidate_k"], vector=question,
+                    entity_ids=args.get("entity_ids"))
             else:  # both children answer at one evaluation instant
                 at = reads.now()
                 result = m.ContextBundle(
-                    claims_and_sources=reads.claims_and_sources_context(
-                        c, args["query"], vector=vector(args["query"]), entity_ids=args.get("entity_ids"), at=at),
-                    facts=facts(c, {**args, "k": 15, "evidence_per_fact": 3}, at=at))
+                    claims_and_sources=await reads.claims_and_sources_context(
+                        c, args["query"], vector=question, entity_ids=args.get("entity_ids"), at=at),
+                    facts=await facts(c, {**args, "k": 15, "evidence_per_fact": 3},
+                                      TimeArg(**args.get("time", {})).query(), question, at=at))
         return result.model_dump(mode="json", by_alias=True)
 
-    def facts(c: psycopg.Connection, args: dict[str, Any], at: datetime | None = None) -> m.Envelope:
-        return reads.facts_context(c, args["query"], time=TimeArg(**args.get("time", {})).query(), k=args["k"],
-                                   evidence_per_fact=args["evidence_per_fact"], entity_ids=args.get("entity_ids"),
-                                   hops=args["hops"], predicate=args.get("predicate"),
-                                   vector=None if args.get("entity_ids") else vector(args["query"]), at=at)
+    async def facts(c: psycopg.AsyncConnection, args: dict[str, Any], time: facts_read.TimeQuery, question: Any,
+                    at: datetime | None = None) -> m.Envelope:
+        return await reads.facts_context(c, args["query"], time=time, k=args["k"],
+                                         evidence_per_fact=args["evidence_per_fact"], entity_ids=args.get("entity_ids"),
+                                         hops=args["hops"], predicate=args.get("predicate"),
+                                         vector=None if args.get("entity_ids") else question, at=at)
 
-    def vector(text: str) -> Any:
+    async def vector(text: str) -> Any:
         try:
-            return embed(text)
+            return await embed(text)
         except Exception as err:  # the embedder is a separate deployment; its failure is the seed's 503
             raise HTTPException(503, "model provider unavailable") from err
 
@@ -195,55 +225,58 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Callable[[str], A
         return result.model_dump(mode="json", by_alias=True)
 
     @app.get("/lookup/relations")
-    def lookup_relations(subject_entity_id: UUID | None = None, predicate: str | None = None,
-                         object_entity_id: UUID | None = None, valid_at: datetime | None = None,
-                         k: Annotated[int, Query(ge=1, le=400)] = 50) -> dict[str, Any]:
+    async def lookup_relations(subject_entity_id: UUID | None = None, predicate: str | None = None,
+                               object_entity_id: UUID | None = None, valid_at: datetime | None = None,
+                               k: Annotated[int, Query(ge=1, le=400)] = 50) -> dict[str, Any]:
         if valid_at is not None and (valid_at.utcoffset() is None or valid_at.utcoffset().total_seconds() != 0):
             raise HTTPException(422, "valid_at must be UTC (Z or +00:00)")
-        with conn("retrieval") as c:
-            return envelope(reads.lookup_relations(
+        async with conn("retrieval") as c:
+            return envelope(await reads.lookup_relations(
                 c, subject=str(subject_entity_id) if subject_entity_id else None, predicate=predicate,
                 obj=str(object_entity_id) if object_entity_id else None, valid_at=valid_at, k=k))
 
     @app.get("/lookup/observations")
-    def lookup_observations(entity_id: UUID, property_query: str | None = None,
-                            k: Annotated[int, Query(ge=1, le=400)] = 10) -> dict[str, Any]:
-        with conn("retrieval") as c:
-            return envelope(reads.lookup_observations(c, str(entity_id), k,
-                                                      vector(property_query) if property_query else None))
+    async def lookup_observations(entity_id: UUID, property_query: str | None = None,
+                                  k: Annotated[int, Query(ge=1, le=400)] = 10) -> dict[str, Any]:
+        question = await vector(property_query) if property_query else None
+        async with conn("retrieval") as c:
+            return envelope(await reads.lookup_observations(c, str(entity_id), k, question))
 
     @app.get("/hydrate/relation/{relation_id}")
-    def hydrate_relation(relation_id: UUID) -> dict[str, Any]:
-        with conn() as c:
-            return envelope(reads.hydrate_relation(c, str(relation_id)))
+    async def hydrate_relation(relation_id: UUID) -> dict[str, Any]:
+        async with conn() as c:
+            return envelope(await reads.hydrate_relation(c, str(relation_id)))
 
     @app.get("/transcript/relation/{relation_id}")
-    def transcript_relation(relation_id: UUID) -> dict[str, Any]:
-        with conn() as c:
-            return envelope(reads.transcript_relation(c, str(relation_id)))
+    async def transcript_relation(relation_id: UUID) -> dict[str, Any]:
+        async with conn() as c:
+            return envelope(await reads.transcript_relation(c, str(relation_id)))
+
+    async def search(what: str, query: str, k: int, channel: Channel) -> dict[str, Any]:
+        question = await vector(query) if channel == "semantic" else None
+        async with conn("retrieval") as c:
+            return envelope(await reads.search(c, what, query, k, channel, question))
 
     @app.get("/search/claims")
-    def search_claims(query: Annotated[str, Query(min_length=1)], k: Annotated[int, Query(ge=1, le=400)] = 10,
-                      channel: Channel = "semantic") -> dict[str, Any]:
-        with conn("retrieval") as c:
-            return envelope(reads.search(c, "claims", query, k, channel, vector(query) if channel == "semantic" else None))
+    async def search_claims(query: Annotated[str, Query(min_length=1)], k: Annotated[int, Query(ge=1, le=400)] = 10,
+                            channel: Channel = "semantic") -> dict[str, Any]:
+        return await search("claims", query, k, channel)
 
     @app.get("/search/chunks")
-    def search_chunks(query: Annotated[str, Query(min_length=1)], k: Annotated[int, Query(ge=1, le=400)] = 10,
-                      channel: Channel = "semantic") -> dict[str, Any]:
-        with conn("retrieval") as c:
-            return envelope(reads.search(c, "chunks", query, k, channel, vector(query) if channel == "semantic" else None))
+    async def search_chunks(query: Annotated[str, Query(min_length=1)], k: Annotated[int, Query(ge=1, le=400)] = 10,
+                            channel: Channel = "semantic") -> dict[str, Any]:
+        return await search("chunks", query, k, channel)
 
     @app.get("/chunks/{chunk_id}/adjacent")
-    def adjacent_chunks(chunk_id: UUID, window: Annotated[int, Query(ge=1, le=2)] = 1) -> dict[str, Any]:
-        with conn("retrieval") as c:
-            return envelope(reads.adjacent(c, str(chunk_id), window))
+    async def adjacent_chunks(chunk_id: UUID, window: Annotated[int, Query(ge=1, le=2)] = 1) -> dict[str, Any]:
+        async with conn("retrieval") as c:
+            return envelope(await reads.adjacent(c, str(chunk_id), window))
 
     @app.post("/readiness", response_model=m.PipelineReadinessReport)
-    def readiness(request: m.ReadinessRequest) -> m.PipelineReadinessReport:
-        with conn() as c:
-            return reads.readiness(c, request, deployment, deployment.build_revision,
-                                   [index for _, _, index in store.VECTOR_COLUMNS])
+    async def readiness(request: m.ReadinessRequest) -> m.PipelineReadinessReport:
+        async with conn() as c:
+            return await reads.readiness(c, request, deployment, deployment.build_revision,
+                                         [index for _, _, index in store.VECTOR_COLUMNS])
 
     @app.post("/ingest", response_model=m.IngestedVersion)
     async def ingest(request: Request, filename: Annotated[str, Query(min_length=1)],
@@ -272,7 +305,7 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Callable[[str], A
         objects = ObjectStore(deployment.object_store)
 
         def write() -> m.IngestedVersion:
-            with conn() as c:
+            with pools.sync.connection() as c:
                 return ingest_version(c, objects, deployment.deployment_id, body, filename=filename, mime=mime,
                                       title=title, source_kind=source_kind, source_ref=source_ref,
                                       source_modified_at=source_modified_at, versioning_mode=versioning_mode,
@@ -287,45 +320,46 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Callable[[str], A
                 raise HTTPException(422, f"{name} must be UTC (Z or +00:00)")
 
     @app.post("/graph/neighborhood")
-    def graph_neighborhood(body: NeighborhoodRequest) -> dict[str, Any]:
+    async def graph_neighborhood(body: NeighborhoodRequest) -> dict[str, Any]:
         both_clocks(body.valid_at, body.believed_at)
-        with conn("graph") as c:
-            return envelope(graph.neighborhood(c, entity_id=str(body.entity_id), hops=body.hops,
-                                               predicates=body.predicates or [], valid_at=body.valid_at,
-                                               believed_at=body.believed_at, limit=body.limit,
-                                               include_paths=body.include_paths, continuation=body.continuation))
+        async with conn("graph") as c:
+            return envelope(await graph.neighborhood(c, entity_id=str(body.entity_id), hops=body.hops,
+                                                     predicates=body.predicates or [], valid_at=body.valid_at,
+                                                     believed_at=body.believed_at, limit=body.limit,
+                                                     include_paths=body.include_paths,
+                                                     continuation=body.continuation))
 
     @app.post("/graph/path")
-    def graph_path(body: PathRequest) -> dict[str, Any]:
+    async def graph_path(body: PathRequest) -> dict[str, Any]:
         both_clocks(body.valid_at, body.believed_at)
-        with conn("graph") as c:
-            return envelope(graph.path(c, start=str(body.from_entity_id), end=str(body.to_entity_id),
-                                       max_hops=body.max_hops, predicates=body.predicates or [],
-                                       valid_at=body.valid_at, believed_at=body.believed_at))
+        async with conn("graph") as c:
+            return envelope(await graph.path(c, start=str(body.from_entity_id), end=str(body.to_entity_id),
+                                             max_hops=body.max_hops, predicates=body.predicates or [],
+                                             valid_at=body.valid_at, believed_at=body.believed_at))
 
     @app.post("/graph/citation-path")
-    def graph_citation_path(body: CitationPathRequest) -> dict[str, Any]:
-        with conn("graph") as c:
-            return envelope(graph.citation_path(c, start=str(body.from_doc_id), end=str(body.to_doc_id),
-                                                max_hops=body.max_hops))
+    async def graph_citation_path(body: CitationPathRequest) -> dict[str, Any]:
+        async with conn("graph") as c:
+            return envelope(await graph.citation_path(c, start=str(body.from_doc_id), end=str(body.to_doc_id),
+                                                      max_hops=body.max_hops))
 
     @app.get("/documents", response_model=m.DocumentPage)
-    def list_documents(limit: Annotated[int, Query(ge=1, le=200)] = 50, cursor: UUID | None = None,
-                       status: Literal["ingesting", "converting", "structuring", "ready", "failed"] | None = None
-                       ) -> m.DocumentPage:
-        with conn() as c:
-            return reads.list_documents(c, limit, str(cursor) if cursor else None, status)
+    async def list_documents(limit: Annotated[int, Query(ge=1, le=200)] = 50, cursor: UUID | None = None,
+                             status: Literal["ingesting", "converting", "structuring", "ready", "failed"] | None = None
+                             ) -> m.DocumentPage:
+        async with conn() as c:
+            return await reads.list_documents(c, limit, str(cursor) if cursor else None, status)
 
     @app.get("/resolve")
-    def resolve(name: Annotated[str, Query(min_length=1)],
-                context_entity_ids: Annotated[list[UUID], Query(max_length=8)] = ()) -> dict[str, Any]:
-        with conn("retrieval") as c:
-            result = reads.resolve_entity(c, name, [str(u) for u in context_entity_ids])
+    async def resolve(name: Annotated[str, Query(min_length=1)],
+                      context_entity_ids: Annotated[list[UUID], Query(max_length=8)] = ()) -> dict[str, Any]:
+        async with conn("retrieval") as c:
+            result = await reads.resolve_entity(c, name, [str(u) for u in context_entity_ids])
         return result.model_dump(mode="json", by_alias=True)
 
     @app.delete("/documents/{doc_id}", response_model=m.DocumentDeletion)
     def delete_document(doc_id: UUID) -> m.DocumentDeletion:
-        with conn() as c:
+        with pools.sync.connection() as c:
             started = c.execute("SELECT now()").fetchone()[0]
             try:
                 retired = reconcile.delete_document(c, str(doc_id))

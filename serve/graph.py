@@ -13,11 +13,11 @@ import json
 from datetime import datetime
 from typing import Any
 
-import psycopg
 
 from serve import models as m
 from serve.reads import freshness, now
 from sql import read_queries
+from sql.read_queries import Conn
 
 
 def _scope(valid_at: datetime | None, believed_at: datetime | None, at: datetime) -> m.TemporalScope:
@@ -32,7 +32,7 @@ def _edge(r: tuple) -> m.GraphEdge:
                        ingested_at=r[9], invalidated_at=r[10], support=r[11])
 
 
-def _walk(conn: psycopg.Connection, start: str, hops: int, *, valid_at: datetime, believed_at: datetime | None,
+async def _walk(conn: Conn, start: str, hops: int, *, valid_at: datetime, believed_at: datetime | None,
           predicates: list[str], limit: int) -> tuple[dict[str, int], dict[str, tuple[str, tuple]], list[tuple], bool]:
     """(hops by entity, parent edge by entity, edges seen, truncated)."""
     depth, parent, edges, seen = {start: 0}, {}, [], set()
@@ -40,7 +40,7 @@ def _walk(conn: psycopg.Connection, start: str, hops: int, *, valid_at: datetime
     for hop in range(1, hops + 1):
         if not frontier:
             break
-        rows = read_queries.graph_edges(conn, frontier, valid_at=valid_at, believed_at=believed_at,
+        rows = await read_queries.graph_edges(conn, frontier, valid_at=valid_at, believed_at=believed_at,
                                         predicates=predicates, limit=limit - len(edges) + 1)
         if len(edges) + len(rows) > limit:
             rows, truncated = rows[:limit - len(edges)], True
@@ -60,7 +60,7 @@ def _walk(conn: psycopg.Connection, start: str, hops: int, *, valid_at: datetime
     return depth, parent, edges, truncated
 
 
-def _path(conn: psycopg.Connection, parent: dict, names: dict[str, str], depth: dict[str, int], end: str) -> m.GraphPath:
+def _path(parent: dict, names: dict[str, str], depth: dict[str, int], end: str) -> m.GraphPath:
     nodes, edges, here = [end], [], end
     while here in parent:
         here, row = parent[here]
@@ -98,12 +98,12 @@ def _offset(continuation: str | None, key: str) -> int | None:
         return None
 
 
-def neighborhood(conn: psycopg.Connection, *, entity_id: str, hops: int, predicates: list[str],
+async def neighborhood(conn: Conn, *, entity_id: str, hops: int, predicates: list[str],
                  valid_at: datetime | None, believed_at: datetime | None, limit: int, include_paths: bool,
                  continuation: str | None = None) -> m.Envelope:
     """Entities within `hops`, nearest first, `limit` a page; the next page by `continuation`."""
     at = now()
-    names = read_queries.entity_names(conn, [entity_id])
+    names = await read_queries.entity_names(conn, [entity_id])
     common: dict[str, Any] = {"grain": "fact", "temporal_scope": _scope(valid_at, believed_at, at),
                               "freshness": freshness(at)}
     if entity_id not in names:
@@ -114,13 +114,13 @@ def neighborhood(conn: psycopg.Connection, *, entity_id: str, hops: int, predica
         return m.Envelope(**common, negative=m.Negative(
             kind="boundary", explanation="this continuation was not issued for this neighbourhood question",
             workaround="ask again without a continuation"))
-    depth, parent, _, budget_hit = _walk(conn, entity_id, hops, valid_at=valid_at or at, believed_at=believed_at,
+    depth, parent, _, budget_hit = await _walk(conn, entity_id, hops, valid_at=valid_at or at, believed_at=believed_at,
                                          predicates=predicates, limit=EDGE_BUDGET)
-    names = read_queries.entity_names(conn, list(depth))
+    names = await read_queries.entity_names(conn, list(depth))
     reached = sorted((e for e in depth if e != entity_id), key=lambda e: (depth[e], names.get(e, ""), e))
     page = reached[offset:offset + limit]
     more = len(reached) > offset + limit
-    paths = tuple(_path(conn, parent, names, depth, e) for e in page) if include_paths else ()
+    paths = tuple(_path(parent, names, depth, e) for e in page) if include_paths else ()
     edges = {str(e.relation_id): e for p in paths for e in p.edges}
     return m.Envelope(
         **common, nodes=tuple(m.GraphNode(entity_id=e, name=names.get(e, ""), hops=depth[e]) for e in page),
@@ -132,30 +132,30 @@ def neighborhood(conn: psycopg.Connection, *, entity_id: str, hops: int, predica
         negative=None if reached else m.Negative(kind="known_empty", explanation="no live relation at this entity"))
 
 
-def path(conn: psycopg.Connection, *, start: str, end: str, max_hops: int, predicates: list[str],
+async def path(conn: Conn, *, start: str, end: str, max_hops: int, predicates: list[str],
          valid_at: datetime | None, believed_at: datetime | None, limit: int = 5000) -> m.Envelope:
     at = now()
-    names = read_queries.entity_names(conn, [start, end])
+    names = await read_queries.entity_names(conn, [start, end])
     common: dict[str, Any] = {"grain": "fact", "temporal_scope": _scope(valid_at, believed_at, at),
                               "freshness": freshness(at)}
     missing = [e for e in (start, end) if e not in names]
     if missing:
         return m.Envelope(**common, negative=m.Negative(kind="unknown_entity", explanation=f"no entity {missing[0]}"))
-    depth, parent, _, truncated = _walk(conn, start, max_hops, valid_at=valid_at or at, believed_at=believed_at,
+    depth, parent, _, truncated = await _walk(conn, start, max_hops, valid_at=valid_at or at, believed_at=believed_at,
                                         predicates=predicates, limit=limit)
     if end not in depth or start == end:
         kind = "boundary" if truncated else "known_empty"
         return m.Envelope(**common, negative=m.Negative(kind=kind, explanation=f"no path within {max_hops} hops"))
-    names = read_queries.entity_names(conn, list(depth))
-    found = _path(conn, parent, names, depth, end)
+    names = await read_queries.entity_names(conn, list(depth))
+    found = _path(parent, names, depth, end)
     return m.Envelope(**common, paths=(found,), nodes=found.nodes, edges=found.edges)
 
 
-def citation_path(conn: psycopg.Connection, *, start: str, end: str, max_hops: int) -> m.Envelope:
+async def citation_path(conn: Conn, *, start: str, end: str, max_hops: int) -> m.Envelope:
     """Documents citing documents: corpusmem records no citation edges yet, so two live documents
     are an honest `known_empty`, never a fabricated chain."""
     at = now()
-    live = read_queries.live_documents(conn, [start, end])
+    live = await read_queries.live_documents(conn, [start, end])
     common: dict[str, Any] = {"grain": "fact", "temporal_scope": m.ScopeCurrent(evaluated_at=at, believed_at=at),
                               "freshness": freshness(at)}
     missing = [d for d in (start, end) if d not in live]

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
+import anyio
 import psycopg
 from fastapi import APIRouter, HTTPException, Query, Request
 
@@ -63,13 +64,16 @@ WORKED_EXAMPLES = (
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-def query_router(pools: Any, deployment: Any, embed: Callable[[str], Any]) -> APIRouter:
+def query_router(pools: Any, deployment: Any, embed: Callable[[str], Awaitable[Any]]) -> APIRouter:
     """The routes over one deployment; statements run on the runner's own sandbox connections,
-    the saved-query registry is read through `pools.general` (owner role)."""
+    the saved-query registry is read through `pools.sync` (owner role). The runner is shared with
+    the CLI and synchronous: these handlers run in FastAPI's thread pool, and a question the
+    runner embeds is handed back to the event loop's `embed`."""
     router = APIRouter(tags=["query"])
-    runner = QueryRunner(pools.general.conninfo, deployment.deployment_id, embed)
+    runner = QueryRunner(pools.sync.conninfo, deployment.deployment_id,
+                         lambda text: anyio.from_thread.run(embed, text))
     surface_hash = runner.surface_manifest_hash
-    with pools.general.connection() as conn:
+    with pools.sync.connection() as conn:
         saved_queries.seed(conn, surface_hash)
     corpus = _search_corpus()
 
@@ -124,7 +128,7 @@ def query_router(pools: Any, deployment: Any, embed: Callable[[str], Any]) -> AP
     def registry() -> Iterator[psycopg.Connection]:
         """A registry connection whose failures are the seed's HTTP errors."""
         try:
-            with pools.general.connection() as conn:
+            with pools.sync.connection() as conn:
                 yield conn
         except saved_queries.SavedQueryError as err:
             raise HTTPException(err.status, {"code": err.code, "message": err.message}) from err

@@ -11,11 +11,11 @@ from datetime import datetime, timezone
 from typing import Any
 from uuid import UUID
 
-import psycopg
 
 from pipeline import fusion
 from serve import models as m
 from sql import facts_read, read_queries
+from sql.read_queries import Conn
 
 # The seed's caps.
 EVIDENCE_CAP = 60
@@ -45,11 +45,11 @@ def _envelope(grain: str, at: datetime, time: facts_read.TimeQuery | None = None
                       freshness=freshness(at), **fields)
 
 
-def resolve_entity(conn: psycopg.Connection, name: str, context_entity_ids: list[str] = ()) -> m.Envelope:
+async def resolve_entity(conn: Conn, name: str, context_entity_ids: list[str] = ()) -> m.Envelope:
     """Every candidate for a name, ranked, with the tier that found it; never a pick."""
     at = now()
-    found = facts_read.find_entities(conn, name)
-    hits = read_queries.context_hits(conn, [c[0] for c in found], list(context_entity_ids)) if context_entity_ids else {}
+    found = await facts_read.find_entities(conn, name)
+    hits = await read_queries.context_hits(conn, [c[0] for c in found], list(context_entity_ids)) if context_entity_ids else {}
     entities = sorted((m.EntityCandidate(entity_id=UUID(eid), canonical_name=canonical, tier=tier,
                                          context_hits=hits.get(eid, 0)) for eid, canonical, tier in found),
                       key=lambda c: (-c.context_hits, c.canonical_name, str(c.entity_id)))
@@ -85,25 +85,25 @@ def evidence_result(row: dict[str, Any]) -> m.EvidenceResult:
     return m.EvidenceResult(**row)
 
 
-def facts_context(conn: psycopg.Connection, query: str, *, time: facts_read.TimeQuery, k: int = 15,
+async def facts_context(conn: Conn, query: str, *, time: facts_read.TimeQuery, k: int = 15,
                   evidence_per_fact: int = 3, entity_ids: list[str] | None = None, hops: int = 1,
                   predicate: str | None = None, vector: Any = None, at: datetime | None = None) -> m.Envelope:
     """Facts for a question, in a time mode, each with a sample of its evidence per stance and
     the exact totals; every side of a live contradiction; the neighbours a graph expansion added."""
     at = at or now()
-    answer = facts_read.facts(conn, entity_ids=entity_ids, text=None if entity_ids else query, time=time, k=k,
+    answer = await facts_read.facts(conn, entity_ids=entity_ids, text=None if entity_ids else query, time=time, k=k,
                               now=at, vector=None if entity_ids else vector, hops=hops, predicate=predicate)
     if answer.negative and answer.negative["kind"] == "unknown_entity":
         return _envelope("fact", at, time, negative=m.Negative(kind="unknown_entity",
                                                                 explanation=answer.negative["explanation"]))
     facts = [fact_result(f) for f in answer.facts]
-    links, totals, claims = read_queries.fact_evidence(conn, [(str(f.fact_id), f.kind) for f in facts],
+    links, totals, claims = await read_queries.fact_evidence(conn, [(str(f.fact_id), f.kind) for f in facts],
                                                         per_stance=evidence_per_fact, cap=EVIDENCE_CAP)
     negative = None
     if not facts:
         negative = m.Negative(kind="known_empty", explanation=answer.negative["explanation"] if answer.negative
                               else "no current fact matches")
-    names = read_queries.entity_names(conn, [e for e, _ in answer.nodes]) if answer.nodes else {}
+    names = await read_queries.entity_names(conn, [e for e, _ in answer.nodes]) if answer.nodes else {}
     return _envelope(
         "fact", at, time, facts=tuple(facts), negative=negative, dropped_by_hydration=answer.dropped,
         nodes=tuple(m.GraphNode(entity_id=e, name=names.get(e, ""), hops=h) for e, h in answer.nodes),
@@ -120,9 +120,9 @@ def facts_context(conn: psycopg.Connection, query: str, *, time: facts_read.Time
 TRANSCRIPT_LIMIT = 40
 
 
-def _results(conn: psycopg.Connection, rows: list[tuple], time: facts_read.TimeQuery, at: datetime) -> list[m.FactResult]:
+async def _results(conn: Conn, rows: list[tuple], time: facts_read.TimeQuery, at: datetime) -> list[m.FactResult]:
     found = [f for f in (facts_read.result_from_row(r, time, at) for r in rows) if f is not None]
-    facts_read.attach_co_members(conn, found)
+    await facts_read.attach_co_members(conn, found)
     return [fact_result(f) for f in found]
 
 
@@ -133,48 +133,48 @@ def _cut(items: list, k: int, reason: str) -> tuple[list, m.Truncation | None]:
     return items, None
 
 
-def lookup_relations(conn: psycopg.Connection, *, subject: str | None, predicate: str | None, obj: str | None,
+async def lookup_relations(conn: Conn, *, subject: str | None, predicate: str | None, obj: str | None,
                      valid_at: datetime | None, k: int) -> m.Envelope:
     at = now()
     time = facts_read.TimeQuery("at", at=valid_at) if valid_at else facts_read.TimeQuery()
-    rows = read_queries.lookup_relations(conn, subject=subject, predicate=predicate, obj=obj, at=valid_at or at, k=k)
-    facts, truncation = _cut(_results(conn, rows, time, at), k, "lookup_k_limit")
+    rows = await read_queries.lookup_relations(conn, subject=subject, predicate=predicate, obj=obj, at=valid_at or at, k=k)
+    facts, truncation = _cut(await _results(conn, rows, time, at), k, "lookup_k_limit")
     negative = None if facts else m.Negative(kind="known_empty", explanation="no live relation matches")
     return _envelope("fact", at, time, facts=tuple(facts), truncation=truncation, negative=negative)
 
 
-def lookup_observations(conn: psycopg.Connection, entity_id: str, k: int, vector: Any = None) -> m.Envelope:
+async def lookup_observations(conn: Conn, entity_id: str, k: int, vector: Any = None) -> m.Envelope:
     at = now()
-    rows = read_queries.lookup_observations(conn, entity_id, at, k, vector)
-    facts, truncation = _cut(_results(conn, rows, facts_read.TimeQuery(), at), k, "lookup_k_limit")
+    rows = await read_queries.lookup_observations(conn, entity_id, at, k, vector)
+    facts, truncation = _cut(await _results(conn, rows, facts_read.TimeQuery(), at), k, "lookup_k_limit")
     negative = None if facts else m.Negative(kind="known_empty", explanation="no live observation on this entity")
     return _envelope("fact", at, facts=tuple(facts), truncation=truncation, negative=negative)
 
 
-def hydrate_relation(conn: psycopg.Connection, relation_id: str) -> m.Envelope:
+async def hydrate_relation(conn: Conn, relation_id: str) -> m.Envelope:
     """The relation (invalidated ones too: this is the audit path), all its claims and sources."""
     at = now()
-    row = read_queries.fact_row(conn, relation_id)
+    row = await read_queries.fact_row(conn, relation_id)
     if row is None or row[1] != "relation":
         return _envelope("composite", at, negative=m.Negative(kind="unknown_entity",
                                                              explanation=f"no relation {relation_id}"))
-    [fact] = _results(conn, [row[:12]], facts_read.TimeQuery("history"), at) or [None]
+    [fact] = await _results(conn, [row[:12]], facts_read.TimeQuery("history"), at) or [None]
     if fact is None:  # a window that began after now: hydration still reports it
         fact = fact_result(facts_read.result_from_row(row[:12], None, at))
-    claims = read_queries.all_evidence(conn, relation_id)
+    claims = await read_queries.all_evidence(conn, relation_id)
     sources = [m.SourceRecord(doc_id=d, title=t, source_kind=k, markdown_uri=uri)
-               for d, t, k, uri in read_queries.sources(conn, sorted({str(c["doc_id"]) for c in claims}))]
+               for d, t, k, uri in await read_queries.sources(conn, sorted({str(c["doc_id"]) for c in claims}))]
     return _envelope("composite", at, facts=(fact,), evidence=tuple(evidence_result(c) for c in claims),
                      sources=tuple(sources))
 
 
-def transcript_relation(conn: psycopg.Connection, relation_id: str) -> m.Envelope:
+async def transcript_relation(conn: Conn, relation_id: str) -> m.Envelope:
     at = now()
-    row = read_queries.fact_row(conn, relation_id)
+    row = await read_queries.fact_row(conn, relation_id)
     if row is None or row[1] != "relation":
         return _envelope("composite", at, negative=m.Negative(kind="unknown_entity",
                                                              explanation=f"no relation {relation_id}"))
-    rows, total = read_queries.transcript(conn, relation_id, TRANSCRIPT_LIMIT)
+    rows, total = await read_queries.transcript(conn, relation_id, TRANSCRIPT_LIMIT)
     entries = tuple(m.TranscriptEntry(subject_kind=r[0], outcome=r[1], method=r[2], confidence=r[3], related_id=r[4],
                                       decided_by=r[5], decided_at=r[6], features=r[7]) for r in rows)
     truncation = m.Truncation(truncated=total > len(entries), returned=len(entries), estimated_total=total,
@@ -188,43 +188,43 @@ def chunk_result(row: dict[str, Any]) -> m.ChunkEvidenceResult:
     return m.ChunkEvidenceResult(**row)
 
 
-def search(conn: psycopg.Connection, what: str, query: str, k: int, channel: str, vector: Any) -> m.Envelope:
+async def search(conn: Conn, what: str, query: str, k: int, channel: str, vector: Any) -> m.Envelope:
     """One channel, nominated by its index, confirmed against the authority."""
     at = now()
-    ids = read_queries.nominate(conn, what, channel, query, vector, k)
+    ids = await read_queries.nominate(conn, what, channel, query, vector, k)
     if what == "claims":
-        confirmed = read_queries.confirm_claims(conn, ids)
+        confirmed = await read_queries.confirm_claims(conn, ids)
         fields = {"evidence": tuple(evidence_result(c) for c in confirmed)}
     else:
-        confirmed = read_queries.confirm_chunks(conn, ids)
+        confirmed = await read_queries.confirm_chunks(conn, ids)
         fields = {"chunks": tuple(chunk_result(c) for c in confirmed)}
     negative = None if confirmed else m.Negative(kind="known_empty", explanation=f"no {what} match {query!r}")
     return _envelope("evidence", at, negative=negative, dropped_by_hydration=len(ids) - len(confirmed), **fields)
 
 
-def adjacent(conn: psycopg.Connection, chunk_id: str, window: int) -> m.Envelope:
+async def adjacent(conn: Conn, chunk_id: str, window: int) -> m.Envelope:
     at = now()
-    rows = read_queries.adjacent_chunks(conn, chunk_id, window)
+    rows = await read_queries.adjacent_chunks(conn, chunk_id, window)
     if rows is None:
         return _envelope("evidence", at, negative=m.Negative(kind="unknown_entity", explanation=f"no chunk {chunk_id}"))
     negative = None if rows else m.Negative(kind="known_empty", explanation="the chunk's document is deleted")
     return _envelope("evidence", at, chunks=tuple(chunk_result(r) for r in rows), negative=negative)
 
 
-def claims_and_sources_context(conn: psycopg.Connection, query: str, *, k: int = 50, candidate_k: int = 200,
+async def claims_and_sources_context(conn: Conn, query: str, *, k: int = 50, candidate_k: int = 200,
                                vector: Any = None, entity_ids: list[str] | None = None,
                                at: datetime | None = None) -> m.Envelope:
     at = at or now()
     if entity_ids:
-        missing = sorted(set(entity_ids) - set(read_queries.entity_names(conn, entity_ids)))
+        missing = sorted(set(entity_ids) - set(await read_queries.entity_names(conn, entity_ids)))
         if missing:
             return _envelope("evidence", at, negative=m.Negative(kind="unknown_entity",
                                                                 explanation=f"no entity {', '.join(missing)}"))
-    nominated = {table: [read_queries.nominate(conn, table, channel, query, vector, candidate_k, entity_ids)
+    nominated = {table: [await read_queries.nominate(conn, table, channel, query, vector, candidate_k, entity_ids)
                          for channel in ("semantic", "bm25")] for table in ("claims", "chunks")}
     fused_claims, fused_chunks = (fusion.fuse(nominated[table]) for table in ("claims", "chunks"))
-    claims = read_queries.confirm_claims(conn, fused_claims)
-    chunks = read_queries.confirm_chunks(conn, fused_chunks)
+    claims = await read_queries.confirm_claims(conn, fused_claims)
+    chunks = await read_queries.confirm_chunks(conn, fused_chunks)
     dropped = len(fused_claims) - len(claims) + len(fused_chunks) - len(chunks)
     grouped = _group_claims(claims)
     full_channel = any(len(ids) >= candidate_k for lists in nominated.values() for ids in lists)
@@ -254,8 +254,8 @@ def _group_claims(claims: list[dict[str, Any]]) -> list[m.EvidenceResult]:
     return out
 
 
-def list_documents(conn: psycopg.Connection, limit: int, cursor: str | None, status: str | None) -> m.DocumentPage:
-    rows = read_queries.documents_page(conn, limit, cursor, status)
+async def list_documents(conn: Conn, limit: int, cursor: str | None, status: str | None) -> m.DocumentPage:
+    rows = await read_queries.documents_page(conn, limit, cursor, status)
     page = rows[:limit]
     docs = tuple(m.DocumentSummary(
         doc_id=r[0], title=r[1], source_kind=r[2], source_uri=r[3], first_seen_at=r[4], serving=r[7] == "ready",
@@ -264,12 +264,12 @@ def list_documents(conn: psycopg.Connection, limit: int, cursor: str | None, sta
     return m.DocumentPage(documents=docs, cursor=str(page[-1][0]) if len(rows) > limit else None)
 
 
-def readiness(conn: psycopg.Connection, request: m.ReadinessRequest, info: Any, component: str,
+async def readiness(conn: Conn, request: m.ReadinessRequest, info: Any, component: str,
               vector_indexes: list[str]) -> m.PipelineReadinessReport:
     """Per version and stage, and per capability; reads only, never waits or starts work."""
     at = now()
     ids = list(dict.fromkeys(str(v) for v in request.version_ids))
-    statuses = read_queries.stage_statuses(conn, ids)
+    statuses = await read_queries.stage_statuses(conn, ids)
     versions = []
     for version_id in ids:
         stages = []
@@ -281,7 +281,7 @@ def readiness(conn: psycopg.Connection, request: m.ReadinessRequest, info: Any, 
         done = all(s.status in ("succeeded", "skipped") and s.finished_at is not None for s in stages)
         versions.append(m.VersionPipelineReadiness(version_id=UUID(version_id), ready=done, stages=tuple(stages)))
     pipeline_ready = all(v.ready for v in versions)
-    p1_ready = read_queries.search_indexes_built(conn, vector_indexes)
+    p1_ready = await read_queries.search_indexes_built(conn, vector_indexes)
     req = request.require
     caps = {
         "pipeline": m.CapabilityReadiness(required=req.pipeline, ready=pipeline_ready, checked_at=at,

@@ -7,15 +7,21 @@ never returned without its other sides. The HTTP API's `facts_context` is built 
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
+from pgvector.psycopg import register_vector_async
 
 from pipeline import fusion, names, windows
 from pipeline.windows import Window
 from sql import read_queries
+from sql.read_queries import Conn, fetch
+
+T = TypeVar("T")
 
 MODES = ("current", "at", "overlap", "history")
 CANDIDATES = 200
@@ -94,26 +100,36 @@ def result_from_row(row: tuple, time: TimeQuery | None, now: datetime) -> FactRe
                       temporal_match=match, support=row[10], contradiction_group=row[9])
 
 
-def find_entities(conn: psycopg.Connection, name: str) -> list[tuple[str, str, str]]:
+def read(dsn: str, question: Callable[[Conn], Awaitable[T]]) -> T:
+    """One read on a connection of its own, for callers outside an event loop (the CLI, the demo,
+    tests); the API's handlers await the reads on their pools instead."""
+    async def ask() -> T:
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            await register_vector_async(conn)
+            return await question(conn)
+    return asyncio.run(ask())
+
+
+async def find_entities(conn: Conn, name: str) -> list[tuple[str, str, str]]:
     """(entity_id, canonical_name, tier) for a name: exact alias (T0), else similar spelling (T1),
     else similar sound (T2). Never picks among several: every candidate comes back."""
     key = names.key(name)
-    rows = conn.execute("SELECT DISTINCT e.entity_id::text, e.canonical_name FROM entity_aliases a"
-                        " JOIN entities e USING (entity_id) WHERE a.alias_key = %s ORDER BY 2, 1", (key,)).fetchall()
+    rows = await fetch(conn, "SELECT DISTINCT e.entity_id::text, e.canonical_name FROM entity_aliases a"
+                             " JOIN entities e USING (entity_id) WHERE a.alias_key = %s ORDER BY 2, 1", (key,))
     if rows:
         return [(r[0], r[1], "T0") for r in rows]
-    rows = conn.execute("SELECT e.entity_id::text, e.canonical_name, max(similarity(a.alias_key, %(k)s)) s"
-                        " FROM entity_aliases a JOIN entities e USING (entity_id) WHERE a.alias_key %% %(k)s"
-                        " GROUP BY 1, 2 ORDER BY s DESC, 2, 1 LIMIT 10", {"k": key}).fetchall()
+    rows = await fetch(conn, "SELECT e.entity_id::text, e.canonical_name, max(similarity(a.alias_key, %(k)s)) s"
+                             " FROM entity_aliases a JOIN entities e USING (entity_id) WHERE a.alias_key %% %(k)s"
+                             " GROUP BY 1, 2 ORDER BY s DESC, 2, 1 LIMIT 10", {"k": key})
     if rows:
         return [(r[0], r[1], "T1") for r in rows]
-    rows = conn.execute("SELECT DISTINCT e.entity_id::text, e.canonical_name FROM entity_aliases a"
-                        " JOIN entities e USING (entity_id) WHERE a.dm_codes && daitch_mokotoff(%s)"
-                        " ORDER BY 2, 1 LIMIT 10", (key,)).fetchall()
+    rows = await fetch(conn, "SELECT DISTINCT e.entity_id::text, e.canonical_name FROM entity_aliases a"
+                             " JOIN entities e USING (entity_id) WHERE a.dm_codes && daitch_mokotoff(%s)"
+                             " ORDER BY 2, 1 LIMIT 10", (key,))
     return [(r[0], r[1], "T2") for r in rows]
 
 
-def facts(conn: psycopg.Connection, *, entity_ids: list[str] | None = None, text: str | None = None,
+async def facts(conn: Conn, *, entity_ids: list[str] | None = None, text: str | None = None,
           time: TimeQuery = TimeQuery(), k: int = 20, now: datetime | None = None, vector: Any = None,
           hops: int = 1, predicate: str | None = None) -> FactsAnswer:
     """Facts about `entity_ids` (as subject or object), else facts matching `text`.
@@ -127,25 +143,26 @@ def facts(conn: psycopg.Connection, *, entity_ids: list[str] | None = None, text
     scope = {"mode": time.mode, "evaluated_at": now, "at": time.at, "from": time.start, "to": time.end}
     nodes: list[tuple[str, int]] = []
     if entity_ids:
-        known = read_queries.entity_names(conn, entity_ids)
+        known = await read_queries.entity_names(conn, entity_ids)
         missing = [e for e in entity_ids if e not in known]
         if missing:
             return FactsAnswer([], scope, {"kind": "unknown_entity",
                                            "explanation": f"no entity {', '.join(missing)}"}, entity_ids=entity_ids)
         if time.mode in ("current", "at"):
-            nodes = expand(conn, entity_ids, hops, valid_at=time.at or now, predicate=predicate)
-        ranked = _nominate_entities(conn, entity_ids + [e for e, _ in nodes], predicate)
+            nodes = await expand(conn, entity_ids, hops, valid_at=time.at or now, predicate=predicate)
+        ranked = await _nominate_entities(conn, entity_ids + [e for e, _ in nodes], predicate)
     else:
-        channels = [_nominate_words(conn, text or "", predicate)]
+        channels = [await _nominate_words(conn, text or "", predicate)]
         if vector is not None:
-            channels += [_nominate_meaning(conn, vector, predicate), _nominate_profiles(conn, vector, predicate)]
+            channels += [await _nominate_meaning(conn, vector, predicate),
+                         await _nominate_profiles(conn, vector, predicate)]
         ranked = fusion.fuse(channels)[:CANDIDATES]
-    rows = _confirm(conn, ranked)
+    rows = await _confirm(conn, ranked)
     dropped = len(ranked) - len(rows)
     found = [f for f in (result_from_row(row, time, now) for row in rows) if f is not None]
     truncated = len(found) > k
     found = found[:k]
-    attach_co_members(conn, found)
+    await attach_co_members(conn, found)
     negative = None
     if not found:
         negative = {"kind": "known_empty", "explanation": "no current fact matches" +
@@ -158,7 +175,7 @@ GRAPH_ENTITIES = 20   # the seed's cap on the expanded entity set, anchors inclu
 EXPANSION_EDGES = 2000   # relations one expansion hop may read
 
 
-def expand(conn: psycopg.Connection, anchors: list[str], hops: int, *, valid_at: datetime,
+async def expand(conn: Conn, anchors: list[str], hops: int, *, valid_at: datetime,
            predicate: str | None) -> list[tuple[str, int]]:
     """(entity_id, hops) of the neighbours within `hops` on the live graph at `valid_at` (the
     graph routes' edges: believed now, not withdrawn), nearest first and, within a hop, along the
@@ -167,7 +184,7 @@ def expand(conn: psycopg.Connection, anchors: list[str], hops: int, *, valid_at:
     for hop in range(1, hops + 1):
         if not frontier or len(seen) >= GRAPH_ENTITIES:
             break
-        edges = read_queries.graph_edges(conn, frontier, valid_at=valid_at, believed_at=None,
+        edges = await read_queries.graph_edges(conn, frontier, valid_at=valid_at, believed_at=None,
                                          predicates=[predicate] if predicate else [], limit=EXPANSION_EDGES)
         frontier = []
         for entity_id in (str(end) for edge in edges for end in (edge[1], edge[2]) if end is not None):
@@ -182,53 +199,58 @@ def expand(conn: psycopg.Connection, anchors: list[str], hops: int, *, valid_at:
 _PREDICATE = " AND (%(p)s::text IS NULL OR f.predicate = %(p)s)"
 
 
-def _nominate_entities(conn: psycopg.Connection, ids: list[str], predicate: str | None) -> list[str]:
-    return [r[0] for r in conn.execute(
-        "SELECT f.fact_id::text FROM facts f WHERE (f.subject_id = ANY(%(ids)s::uuid[])"
+async def _nominate_entities(conn: Conn, ids: list[str], predicate: str | None) -> list[str]:
+    return [r[0] for r in await fetch(
+        conn, "SELECT f.fact_id::text FROM facts f WHERE (f.subject_id = ANY(%(ids)s::uuid[])"
         " OR f.object_id = ANY(%(ids)s::uuid[]))" + _PREDICATE +
         " ORDER BY f.evidence_count DESC, f.valid_from DESC NULLS LAST, f.label, f.fact_id LIMIT %(n)s",
-        {"ids": ids, "p": predicate, "n": CANDIDATES}).fetchall()]
+        {"ids": ids, "p": predicate, "n": CANDIDATES})]
 
 
-def _nominate_words(conn: psycopg.Connection, text: str, predicate: str | None) -> list[str]:
-    return [r[0] for r in conn.execute(
-        "SELECT f.fact_id::text FROM facts f WHERE (f.tsv @@ websearch_to_tsquery('english', %(t)s)"
+async def _nominate_words(conn: Conn, text: str, predicate: str | None) -> list[str]:
+    return [r[0] for r in await fetch(
+        conn, "SELECT f.fact_id::text FROM facts f WHERE (f.tsv @@ websearch_to_tsquery('english', %(t)s)"
         " OR f.label ILIKE %(like)s)" + _PREDICATE +
         " ORDER BY f.evidence_count DESC, f.valid_from DESC NULLS LAST, f.label, f.fact_id LIMIT %(n)s",
-        {"t": text, "like": f"%{text}%", "p": predicate, "n": CANDIDATES}).fetchall()]
+        {"t": text, "like": f"%{text}%", "p": predicate, "n": CANDIDATES})]
 
 
-def _nominate_meaning(conn: psycopg.Connection, vector: Any, predicate: str | None) -> list[str]:
-    return [r[0] for r in conn.execute(
-        "SELECT f.fact_id::text FROM facts f WHERE f.embedding IS NOT NULL" + _PREDICATE +
+async def _nominate_meaning(conn: Conn, vector: Any, predicate: str | None) -> list[str]:
+    return [r[0] for r in await fetch(
+        conn, "SELECT f.fact_id::text FROM facts f WHERE f.embedding IS NOT NULL" + _PREDICATE +
         " ORDER BY f.embedding <=> %(v)s, f.fact_id LIMIT %(n)s",
-        {"v": vector, "p": predicate, "n": CANDIDATES}).fetchall()]
+        {"v": vector, "p": predicate, "n": CANDIDATES})]
 
 
-def _nominate_profiles(conn: psycopg.Connection, vector: Any, predicate: str | None) -> list[str]:
+async def _nominate_profiles(conn: Conn, vector: Any, predicate: str | None) -> list[str]:
     """Facts of the 20 entities whose profiles match best (helps list-shaped questions)."""
-    best = [r[0] for r in conn.execute(
-        "SELECT entity_id::text FROM entities WHERE profile_embedding IS NOT NULL"
-        " ORDER BY profile_embedding <=> %s, entity_id LIMIT %s", (vector, GRAPH_ENTITIES)).fetchall()]
-    return _nominate_entities(conn, best, predicate) if best else []
+    best = [r[0] for r in await fetch(
+        conn, "SELECT entity_id::text FROM entities WHERE profile_embedding IS NOT NULL"
+        " ORDER BY profile_embedding <=> %s, entity_id LIMIT %s", (vector, GRAPH_ENTITIES))]
+    return await _nominate_entities(conn, best, predicate) if best else []
 
 
-def _confirm(conn: psycopg.Connection, ids: list[str]) -> list[tuple]:
+async def _confirm(conn: Conn, ids: list[str]) -> list[tuple]:
     """The nominated facts still believed (not invalidated), in nomination order."""
-    return conn.execute(f"SELECT {_COLUMNS} FROM facts f WHERE f.fact_id = ANY(%(ids)s::uuid[])"
-                        " AND f.invalidated_at IS NULL ORDER BY array_position(%(ids)s::uuid[], f.fact_id)",
-                        {"ids": ids}).fetchall()
+    return await fetch(conn, f"SELECT {_COLUMNS} FROM facts f WHERE f.fact_id = ANY(%(ids)s::uuid[])"
+                             " AND f.invalidated_at IS NULL ORDER BY array_position(%(ids)s::uuid[], f.fact_id)",
+                       {"ids": ids})
 
 
-def attach_co_members(conn: psycopg.Connection, found: list[FactResult]) -> None:
+async def attach_co_members(conn: Conn, found: list[FactResult]) -> None:
     """Every fact in a live contradiction group carries the other sides, up to 25 inline."""
+    groups = sorted({f.contradiction_group for f in found if f.contradiction_group is not None})
+    if not groups:
+        return
+    members: dict[str, list[tuple]] = {}
+    for row in await fetch(conn, f"SELECT {_COLUMNS} FROM facts f WHERE f.contradiction_group = ANY(%s::uuid[])"
+                                 " AND f.invalidated_at IS NULL ORDER BY f.evidence_count DESC, f.label, f.fact_id",
+                           (groups,)):
+        members.setdefault(row[9], []).append(row)
     for fact in found:
         if fact.contradiction_group is None:
             continue
-        others = conn.execute(
-            f"SELECT {_COLUMNS} FROM facts f WHERE f.contradiction_group = %s AND f.fact_id <> %s"
-            " AND f.invalidated_at IS NULL ORDER BY f.evidence_count DESC, f.label, f.fact_id",
-            (fact.contradiction_group, fact.fact_id)).fetchall()
+        others = [r for r in members.get(fact.contradiction_group, []) if r[0] != fact.fact_id]
         if not others:
             continue  # every other side was retracted: the group is no longer live
         inline = others[:CO_MEMBERS_INLINE]

@@ -1,12 +1,35 @@
-"""SQL of the read API beyond facts themselves: evidence samples and totals, context hits."""
+"""SQL of the read API beyond facts themselves: evidence samples and totals, context hits.
+
+Every read runs on an async psycopg connection (the API's pools); `fetch`, `fetch_one` and
+`fetch_dicts` are the three shapes a read takes.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 
 from sql.ingest import child_id
+
+Conn = psycopg.AsyncConnection
+
+
+async def fetch(conn: Conn, sql: str, params: Any = None) -> list[tuple]:
+    cur = await conn.execute(sql, params)
+    return await cur.fetchall()
+
+
+async def fetch_one(conn: Conn, sql: str, params: Any = None) -> tuple | None:
+    cur = await conn.execute(sql, params)
+    return await cur.fetchone()
+
+
+async def fetch_dicts(conn: Conn, sql: str, params: Any = None) -> list[dict[str, Any]]:
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(sql, params)
+        return await cur.fetchall()
 
 _CLAIM_COLUMNS = (
     "c.claim_id, c.doc_id, c.chunk_id, c.claim_text, c.source_span, c.char_start, c.char_end, c.is_attributed,"
@@ -14,12 +37,7 @@ _CLAIM_COLUMNS = (
     " c.claim_valid_precision, c.claim_valid_kind, d.title AS document_title, d.source_kind")
 
 
-def claim_rows(cur: psycopg.Cursor) -> list[dict[str, Any]]:
-    names = [d.name for d in cur.description]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
-
-
-def fact_evidence(conn: psycopg.Connection, facts: list[tuple[str, str]], *, per_stance: int, cap: int
+async def fact_evidence(conn: Conn, facts: list[tuple[str, str]], *, per_stance: int, cap: int
                   ) -> tuple[list[dict], list[dict], list[dict]]:
     """For each (fact_id, kind): up to `per_stance` current claims per stance (newest said first),
     at most `cap` claims in all, each claim once; and the exact total per fact and stance."""
@@ -27,17 +45,17 @@ def fact_evidence(conn: psycopg.Connection, facts: list[tuple[str, str]], *, per
         return [], [], []
     kinds = dict(facts)
     ids = [f for f, _ in facts]
-    sampled = conn.execute(
-        "SELECT e.fact_id::text, e.claim_id::text, e.stance, count(*) OVER (PARTITION BY e.fact_id, e.stance)"
+    sampled = await fetch(
+        conn, "SELECT e.fact_id::text, e.claim_id::text, e.stance, count(*) OVER (PARTITION BY e.fact_id, e.stance)"
         " FROM (SELECT e.*, row_number() OVER (PARTITION BY e.fact_id, e.stance"
         "              ORDER BY c.asserted_at DESC NULLS LAST, e.claim_id) AS n"
         "       FROM fact_evidence e JOIN claims c USING (claim_id)"
         "       WHERE e.fact_id = ANY(%s::uuid[]) AND c.is_current_testimony) e WHERE e.n <= %s"
-        " ORDER BY array_position(%s::uuid[], e.fact_id), e.stance DESC, e.n", (ids, per_stance, ids)).fetchall()
-    totals = dict(((f, s), n) for f, s, n in conn.execute(
-        "SELECT e.fact_id::text, e.stance, count(DISTINCT e.claim_id) FROM fact_evidence e JOIN claims c"
+        " ORDER BY array_position(%s::uuid[], e.fact_id), e.stance DESC, e.n", (ids, per_stance, ids))
+    totals = dict(((f, s), n) for f, s, n in await fetch(
+        conn, "SELECT e.fact_id::text, e.stance, count(DISTINCT e.claim_id) FROM fact_evidence e JOIN claims c"
         " USING (claim_id) WHERE e.fact_id = ANY(%s::uuid[]) AND c.is_current_testimony GROUP BY 1, 2",
-        (ids,)).fetchall())
+        (ids,)))
     links, chosen = [], []
     for fact_id, claim_id, stance, _ in sampled:
         if claim_id not in chosen:
@@ -51,81 +69,77 @@ def fact_evidence(conn: psycopg.Connection, facts: list[tuple[str, str]], *, per
         returned[key] = returned.get(key, 0) + 1
     total_rows = [{"fact_kind": kinds[f], "fact_id": f, "stance": s, "returned": returned.get((f, s), 0), "total": n}
                   for (f, s), n in sorted(totals.items(), key=lambda kv: (ids.index(kv[0][0]), kv[0][1]))]
-    with conn.cursor() as cur:
-        cur.execute(f"SELECT {_CLAIM_COLUMNS} FROM claims c JOIN documents d USING (doc_id)"
-                    " WHERE c.claim_id = ANY(%s::uuid[]) ORDER BY array_position(%s::uuid[], c.claim_id)",
-                    (chosen, chosen))
-        claims = claim_rows(cur)
+    claims = await fetch_dicts(conn, f"SELECT {_CLAIM_COLUMNS} FROM claims c JOIN documents d USING (doc_id)"
+                               " WHERE c.claim_id = ANY(%s::uuid[]) ORDER BY array_position(%s::uuid[], c.claim_id)",
+                               (chosen, chosen))
     return links, total_rows, claims
 
 
-def context_hits(conn: psycopg.Connection, candidates: list[str], context: list[str]) -> dict[str, int]:
+async def context_hits(conn: Conn, candidates: list[str], context: list[str]) -> dict[str, int]:
     """Current relations linking each candidate to any of the context entities."""
     if not candidates or not context:
         return {}
-    return dict(conn.execute(
-        "SELECT c::text, count(f.fact_id) FROM unnest(%s::uuid[]) c JOIN facts f ON f.kind = 'relation'"
+    return dict(await fetch(
+        conn, "SELECT c::text, count(f.fact_id) FROM unnest(%s::uuid[]) c JOIN facts f ON f.kind = 'relation'"
         " AND f.invalidated_at IS NULL AND (f.valid_until IS NULL OR f.valid_until > now())"
         " AND ((f.subject_id = c AND f.object_id = ANY(%s::uuid[])) OR (f.object_id = c AND f.subject_id = ANY(%s::uuid[])))"
-        " GROUP BY 1", (candidates, context, context)).fetchall())
+        " GROUP BY 1", (candidates, context, context)))
 
 
 _FACT_COLUMNS = ("f.fact_id::text, f.kind, f.label, f.evidence_count, f.valid_from, f.valid_until, f.valid_precision,"
                  " f.ingested_at, f.invalidated_at, f.contradiction_group::text, f.support, f.window_source")
 
 
-def lookup_relations(conn: psycopg.Connection, *, subject: str | None, predicate: str | None, obj: str | None,
+async def lookup_relations(conn: Conn, *, subject: str | None, predicate: str | None, obj: str | None,
                      at: Any, k: int) -> list[tuple]:
     """Live relations whose window covers `at` (an unknown bound is open on that side), strongest
     evidence first; k + 1 rows so the caller knows whether more exist."""
-    return conn.execute(
-        f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.kind = 'relation' AND f.invalidated_at IS NULL"
+    return await fetch(
+        conn, f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.kind = 'relation' AND f.invalidated_at IS NULL"
         " AND (%(s)s::uuid IS NULL OR f.subject_id = %(s)s::uuid) AND (%(p)s::text IS NULL OR f.predicate = %(p)s)"
         " AND (%(o)s::uuid IS NULL OR f.object_id = %(o)s::uuid)"
         " AND (f.valid_from IS NULL OR f.valid_from <= %(at)s) AND (f.valid_until IS NULL OR f.valid_until > %(at)s)"
         " ORDER BY f.evidence_count DESC, f.ingested_at DESC, f.fact_id LIMIT %(k)s",
-        {"s": subject, "p": predicate, "o": obj, "at": at, "k": k + 1}).fetchall()
+        {"s": subject, "p": predicate, "o": obj, "at": at, "k": k + 1})
 
 
-def lookup_observations(conn: psycopg.Connection, entity_id: str, at: Any, k: int,
+async def lookup_observations(conn: Conn, entity_id: str, at: Any, k: int,
                         vector: Any = None) -> list[tuple]:
     order = "f.embedding <=> %(v)s, f.fact_id" if vector is not None else \
         "f.evidence_count DESC, f.ingested_at DESC, f.fact_id"
-    return conn.execute(
-        f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.kind = 'observation' AND f.invalidated_at IS NULL"
+    return await fetch(
+        conn, f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.kind = 'observation' AND f.invalidated_at IS NULL"
         " AND f.subject_id = %(e)s AND (f.valid_from IS NULL OR f.valid_from <= %(at)s)"
         " AND (f.valid_until IS NULL OR f.valid_until > %(at)s)"
         + (" AND f.embedding IS NOT NULL" if vector is not None else "") +
-        f" ORDER BY {order} LIMIT %(k)s", {"e": entity_id, "at": at, "k": k + 1, "v": vector}).fetchall()
+        f" ORDER BY {order} LIMIT %(k)s", {"e": entity_id, "at": at, "k": k + 1, "v": vector})
 
 
-def fact_row(conn: psycopg.Connection, fact_id: str) -> tuple | None:
-    return conn.execute(f"SELECT {_FACT_COLUMNS}, f.subject_id::text, f.object_id::text FROM facts f"
-                        " WHERE f.fact_id = %s", (fact_id,)).fetchone()
+async def fact_row(conn: Conn, fact_id: str) -> tuple | None:
+    return await fetch_one(conn, f"SELECT {_FACT_COLUMNS}, f.subject_id::text, f.object_id::text FROM facts f"
+                           " WHERE f.fact_id = %s", (fact_id,))
 
 
-def all_evidence(conn: psycopg.Connection, fact_id: str) -> list[dict[str, Any]]:
-    with conn.cursor() as cur:
-        cur.execute(f"SELECT {_CLAIM_COLUMNS} FROM fact_evidence e JOIN claims c USING (claim_id)"
-                    " JOIN documents d ON d.doc_id = c.doc_id WHERE e.fact_id = %s"
-                    " ORDER BY c.asserted_at NULLS LAST, c.claim_id", (fact_id,))
-        return claim_rows(cur)
+async def all_evidence(conn: Conn, fact_id: str) -> list[dict[str, Any]]:
+    return await fetch_dicts(conn, f"SELECT {_CLAIM_COLUMNS} FROM fact_evidence e JOIN claims c USING (claim_id)"
+                                   " JOIN documents d ON d.doc_id = c.doc_id WHERE e.fact_id = %s"
+                                   " ORDER BY c.asserted_at NULLS LAST, c.claim_id", (fact_id,))
 
 
-def sources(conn: psycopg.Connection, doc_ids: list[str]) -> list[tuple]:
-    return conn.execute(
-        "SELECT d.doc_id, d.title, d.source_kind, (SELECT r.object_key FROM versions v JOIN representations r"
+async def sources(conn: Conn, doc_ids: list[str]) -> list[tuple]:
+    return await fetch(
+        conn, "SELECT d.doc_id, d.title, d.source_kind, (SELECT r.object_key FROM versions v JOIN representations r"
         " USING (version_id) WHERE v.doc_id = d.doc_id ORDER BY v.seq DESC LIMIT 1)"
-        " FROM documents d WHERE d.doc_id = ANY(%s::uuid[]) ORDER BY d.doc_id", (doc_ids,)).fetchall()
+        " FROM documents d WHERE d.doc_id = ANY(%s::uuid[]) ORDER BY d.doc_id", (doc_ids,))
 
 
-def transcript(conn: psycopg.Connection, fact_id: str, limit: int) -> tuple[list[tuple], int]:
-    total = conn.execute("SELECT count(*) FROM fact_decisions WHERE fact_id = %s", (fact_id,)).fetchone()[0]
-    rows = conn.execute(
-        "SELECT * FROM (SELECT subject_kind, outcome, method, confidence, related_id, decided_by, decided_at,"
+async def transcript(conn: Conn, fact_id: str, limit: int) -> tuple[list[tuple], int]:
+    [total] = await fetch_one(conn, "SELECT count(*) FROM fact_decisions WHERE fact_id = %s", (fact_id,))
+    rows = await fetch(
+        conn, "SELECT * FROM (SELECT subject_kind, outcome, method, confidence, related_id, decided_by, decided_at,"
         " features || jsonb_build_object('rationale', rationale, 'claim_ids', to_jsonb(claim_ids)), decision_id"
         " FROM fact_decisions WHERE fact_id = %s ORDER BY decision_id DESC LIMIT %s) t ORDER BY decision_id",
-        (fact_id, limit)).fetchall()
+        (fact_id, limit))
     return [r[:8] for r in rows], total
 
 
@@ -134,12 +148,11 @@ _CHUNK_COLUMNS = ("ch.chunk_id, ch.doc_id, ch.version_id, ch.text AS chunk_text,
                   " v.source_modified_at")
 
 
-def _chunks(conn: psycopg.Connection, where: str, params: dict) -> list[dict[str, Any]]:
-    with conn.cursor() as cur:
-        cur.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks ch JOIN versions v USING (version_id)"
-                    " JOIN documents d ON d.doc_id = ch.doc_id JOIN representations r ON r.version_id = ch.version_id"
-                    f" LEFT JOIN sections s ON s.section_id = ch.section_id WHERE {where}", params)
-        rows = claim_rows(cur)
+async def _chunks(conn: Conn, where: str, params: dict) -> list[dict[str, Any]]:
+    rows = await fetch_dicts(
+        conn, f"SELECT {_CHUNK_COLUMNS} FROM chunks ch JOIN versions v USING (version_id)"
+        " JOIN documents d ON d.doc_id = ch.doc_id JOIN representations r ON r.version_id = ch.version_id"
+        f" LEFT JOIN sections s ON s.section_id = ch.section_id WHERE {where}", params)
     for row in rows:  # one conversion per version: its representation is named by the version
         row["representation_id"] = child_id(str(row["version_id"]), "representation", 0)
     return rows
@@ -159,7 +172,7 @@ _ABOUT = {  # the claims (and chunks carrying them) that mention or assert about
 }
 
 
-def nominate(conn: psycopg.Connection, table: str, channel: str, query: str, vector: Any, k: int,
+async def nominate(conn: Conn, table: str, channel: str, query: str, vector: Any, k: int,
              about: list[str] | None = None) -> list[str]:
     """Nominated ids of `claims` or `chunks`, best first, from one channel: PostgreSQL full-text
     ranking (`bm25`) or pgvector cosine distance (`semantic`); only those about the entities
@@ -172,41 +185,40 @@ def nominate(conn: psycopg.Connection, table: str, channel: str, query: str, vec
     else:
         sql = (f"SELECT {key}::text FROM {table} WHERE embedding IS NOT NULL{restrict}"
                f" ORDER BY embedding <=> %(v)s, {key} LIMIT %(k)s")
-    return [r[0] for r in conn.execute(sql, {"q": query, "v": vector, "k": k, "about": about}).fetchall()]
+    return [r[0] for r in await fetch(conn, sql, {"q": query, "v": vector, "k": k, "about": about})]
 
 
-def confirm_claims(conn: psycopg.Connection, ids: list[str]) -> list[dict[str, Any]]:
+async def confirm_claims(conn: Conn, ids: list[str]) -> list[dict[str, Any]]:
     """The nominated claims that are still current testimony of a live document, in the given order."""
-    with conn.cursor() as cur:
-        cur.execute(f"SELECT {_CLAIM_COLUMNS} FROM claims c JOIN documents d USING (doc_id)"
-                    " WHERE c.claim_id = ANY(%s::uuid[]) AND c.is_current_testimony AND d.deleted_at IS NULL"
-                    " ORDER BY array_position(%s::uuid[], c.claim_id)", (ids, ids))
-        return claim_rows(cur)
+    return await fetch_dicts(conn, f"SELECT {_CLAIM_COLUMNS} FROM claims c JOIN documents d USING (doc_id)"
+                                   " WHERE c.claim_id = ANY(%s::uuid[]) AND c.is_current_testimony"
+                                   " AND d.deleted_at IS NULL ORDER BY array_position(%s::uuid[], c.claim_id)",
+                             (ids, ids))
 
 
-def confirm_chunks(conn: psycopg.Connection, ids: list[str]) -> list[dict[str, Any]]:
+async def confirm_chunks(conn: Conn, ids: list[str]) -> list[dict[str, Any]]:
     """Nominated chunks of live documents' newest finished versions, in the given order."""
-    return _chunks(conn, "ch.chunk_id = ANY(%(ids)s::uuid[]) AND d.deleted_at IS NULL AND v.status = 'ready'"
+    return await _chunks(conn, "ch.chunk_id = ANY(%(ids)s::uuid[]) AND d.deleted_at IS NULL AND v.status = 'ready'"
                          " AND v.seq = (SELECT max(seq) FROM versions w WHERE w.doc_id = d.doc_id AND w.status = 'ready')"
                          " ORDER BY array_position(%(ids)s::uuid[], ch.chunk_id)", {"ids": ids})
 
 
-def adjacent_chunks(conn: psycopg.Connection, chunk_id: str, window: int) -> list[dict[str, Any]] | None:
+async def adjacent_chunks(conn: Conn, chunk_id: str, window: int) -> list[dict[str, Any]] | None:
     """The chunk and its neighbours within `window` in the same version; None for an unknown chunk."""
-    row = conn.execute("SELECT version_id, ord FROM chunks WHERE chunk_id = %s", (chunk_id,)).fetchone()
+    row = await fetch_one(conn, "SELECT version_id, ord FROM chunks WHERE chunk_id = %s", (chunk_id,))
     if row is None:
         return None
-    return _chunks(conn, "ch.version_id = %(v)s AND ch.ord BETWEEN %(lo)s AND %(hi)s AND d.deleted_at IS NULL"
+    return await _chunks(conn, "ch.version_id = %(v)s AND ch.ord BETWEEN %(lo)s AND %(hi)s AND d.deleted_at IS NULL"
                          " ORDER BY ch.ord", {"v": row[0], "lo": row[1] - window, "hi": row[1] + window})
 
 
-def documents_page(conn: psycopg.Connection, limit: int, after: str | None, status: str | None) -> list[tuple]:
-    return conn.execute(
-        "SELECT d.doc_id, d.title, d.source_kind, d.source_ref, d.created_at, v.version_id, v.seq, v.status,"
+async def documents_page(conn: Conn, limit: int, after: str | None, status: str | None) -> list[tuple]:
+    return await fetch(
+        conn, "SELECT d.doc_id, d.title, d.source_kind, d.source_ref, d.created_at, v.version_id, v.seq, v.status,"
         " v.ingested_at, v.error FROM documents d JOIN LATERAL (SELECT * FROM versions w WHERE w.doc_id = d.doc_id"
         " ORDER BY w.seq DESC LIMIT 1) v ON true WHERE d.deleted_at IS NULL"
         " AND (%(after)s::uuid IS NULL OR d.doc_id > %(after)s::uuid) AND (%(st)s::text IS NULL OR v.status = %(st)s)"
-        " ORDER BY d.doc_id LIMIT %(n)s", {"after": after, "st": status, "n": limit + 1}).fetchall()
+        " ORDER BY d.doc_id LIMIT %(n)s", {"after": after, "st": status, "n": limit + 1})
 
 
 # The seed's stage order for readiness.
@@ -215,44 +227,46 @@ READINESS_STAGES = ("convert", "structure", "chunk", "embed_chunk", "extract_cla
                     "reconcile", "label_relation")
 
 
-def stage_statuses(conn: psycopg.Connection, version_ids: list[str]) -> dict[str, dict[str, tuple]]:
+async def stage_statuses(conn: Conn, version_ids: list[str]) -> dict[str, dict[str, tuple]]:
     """{version_id: {stage: (status, finished_at, defer_reason)}} for the versions that exist."""
     out: dict[str, dict[str, tuple]] = {}
-    for version_id, stage, status, finished, defer in conn.execute(
-            "SELECT version_id::text, stage, status, finished_at, defer_reason FROM stage_work"
-            " WHERE version_id = ANY(%s::uuid[])", (version_ids,)).fetchall():
+    for version_id, stage, status, finished, defer in await fetch(
+            conn, "SELECT version_id::text, stage, status, finished_at, defer_reason FROM stage_work"
+            " WHERE version_id = ANY(%s::uuid[])", (version_ids,)):
         out.setdefault(version_id, {})[stage] = (status, finished, defer)
     return out
 
 
-def search_indexes_built(conn: psycopg.Connection, indexes: list[str]) -> bool:
-    return all(conn.execute("SELECT to_regclass(%s) IS NOT NULL", (i,)).fetchone()[0] for i in indexes)
+async def search_indexes_built(conn: Conn, indexes: list[str]) -> bool:
+    built = await fetch_one(conn, "SELECT coalesce(bool_and(to_regclass(i) IS NOT NULL), true)"
+                                  " FROM unnest(%s::text[]) i", (indexes,))
+    return built[0]
 
 
 _EDGE_COLUMNS = ("f.fact_id, f.subject_id, f.object_id, f.predicate, f.label, f.evidence_count, f.valid_from,"
                  " f.valid_until, f.valid_precision, f.ingested_at, f.invalidated_at, f.support")
 
 
-def graph_edges(conn: psycopg.Connection, frontier: list[str], *, valid_at: Any, believed_at: Any | None,
+async def graph_edges(conn: Conn, frontier: list[str], *, valid_at: Any, believed_at: Any | None,
                 predicates: list[str], limit: int) -> list[tuple]:
     """Relations touching `frontier`, true at `valid_at` (unknown bounds open) and believed at
     `believed_at` (now: not invalidated), withdrawn ones excluded; at most `limit`."""
     belief = ("f.ingested_at <= %(b)s AND (f.invalidated_at IS NULL OR f.invalidated_at > %(b)s)"
               if believed_at is not None else "f.invalidated_at IS NULL")
-    return conn.execute(
-        f"SELECT {_EDGE_COLUMNS} FROM facts f WHERE f.kind = 'relation' AND {belief} AND f.support = 'current'"
+    return await fetch(
+        conn, f"SELECT {_EDGE_COLUMNS} FROM facts f WHERE f.kind = 'relation' AND {belief} AND f.support = 'current'"
         " AND (f.subject_id = ANY(%(f)s::uuid[]) OR f.object_id = ANY(%(f)s::uuid[]))"
         " AND (cardinality(%(p)s::text[]) = 0 OR f.predicate = ANY(%(p)s::text[]))"
         " AND (f.valid_from IS NULL OR f.valid_from <= %(v)s) AND (f.valid_until IS NULL OR f.valid_until > %(v)s)"
         " ORDER BY f.evidence_count DESC, f.fact_id LIMIT %(n)s",
-        {"f": frontier, "p": predicates, "v": valid_at, "b": believed_at, "n": limit}).fetchall()
+        {"f": frontier, "p": predicates, "v": valid_at, "b": believed_at, "n": limit})
 
 
-def entity_names(conn: psycopg.Connection, ids: list[str]) -> dict[str, str]:
-    return dict(conn.execute("SELECT entity_id::text, canonical_name FROM entities WHERE entity_id = ANY(%s::uuid[])",
-                             (ids,)).fetchall())
+async def entity_names(conn: Conn, ids: list[str]) -> dict[str, str]:
+    return dict(await fetch(conn, "SELECT entity_id::text, canonical_name FROM entities"
+                                  " WHERE entity_id = ANY(%s::uuid[])", (ids,)))
 
 
-def live_documents(conn: psycopg.Connection, ids: list[str]) -> set[str]:
-    return {r[0] for r in conn.execute("SELECT doc_id::text FROM documents WHERE doc_id = ANY(%s::uuid[])"
-                                       " AND deleted_at IS NULL", (ids,)).fetchall()}
+async def live_documents(conn: Conn, ids: list[str]) -> set[str]:
+    return {r[0] for r in await fetch(conn, "SELECT doc_id::text FROM documents WHERE doc_id = ANY(%s::uuid[])"
+                                            " AND deleted_at IS NULL", (ids,))}

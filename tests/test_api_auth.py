@@ -13,7 +13,7 @@ from serve.app import DeploymentInfo, build_app, open_pools
 pytestmark = pytest.mark.integration
 
 
-def _embed(_text: str) -> list[float]:
+async def _embed(_text: str) -> list[float]:
     raise RuntimeError("no embedder in this test")
 
 
@@ -27,9 +27,8 @@ def api(memory):
     pools = open_pools(memory.dsn, general=1, retrieval=1, graph=1)
     info = DeploymentInfo("00000000-0000-0000-0000-0000000000aa", "test", "all-MiniLM-L6-v2",
                           memory.object_store_uri, 1024, tuple(hashes.items()))
-    with TestClient(build_app(pools, info, _embed)) as client:
+    with TestClient(build_app(pools, info, _embed)) as client:   # the app opens and closes the pools
         yield client
-    pools.close()
 
 
 def test_credentials_and_scopes(api):

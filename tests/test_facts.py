@@ -30,10 +30,10 @@ def write(folder: Path, files: dict[str, str]) -> Path:
 
 def ask(memory: Settings, name: str | None = None, text: str | None = None, *, now: datetime,
         time: facts_read.TimeQuery = facts_read.TimeQuery()) -> dict[str, facts_read.FactResult]:
-    with psycopg.connect(memory.dsn) as conn:
-        ids = [c[0] for c in facts_read.find_entities(conn, name) if c[2] == "T0"] if name else None
-        answer = facts_read.facts(conn, entity_ids=ids, text=text, time=time, now=now, k=100)
-    return {f.label: f for f in answer.facts}
+    async def question(conn: facts_read.Conn) -> facts_read.FactsAnswer:
+        ids = [c[0] for c in await facts_read.find_entities(conn, name) if c[2] == "T0"] if name else None
+        return await facts_read.facts(conn, entity_ids=ids, text=text, time=time, now=now, k=100)
+    return {f.label: f for f in facts_read.read(memory.dsn, question).facts}
 
 
 def window(f: facts_read.FactResult) -> tuple:

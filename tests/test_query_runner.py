@@ -347,8 +347,8 @@ def test_explain_plans_without_running(runner):
 def test_views_agree_with_the_assured_facts_read(corpus, runner, ids):
     result = parsed(runner.run("SELECT fact_id FROM facts_current WHERE subject_entity_id = $1::uuid "
                                "OR object_entity_id = $1::uuid", [ids["dana"]], max_rows=1000))
+    answer = facts_read.read(corpus[0].dsn, lambda c: facts_read.facts(c, entity_ids=[ids["dana"]], k=1000, hops=1))
     with psycopg.connect(corpus[0].dsn) as conn:
-        answer = facts_read.facts(conn, entity_ids=[ids["dana"]], k=1000, hops=1)
         about = {str(r[0]) for r in conn.execute(
             "SELECT fact_id FROM facts WHERE %s IN (subject_id, object_id, anchor_id)", (ids["dana"],)).fetchall()}
     # facts_current holds facts known to be valid now: the operation's `confirmed` ones (its

@@ -131,9 +131,8 @@ def test_facts_current_are_the_assured_reads_current_confirmed_facts(corpus, nam
     dsn = corpus[0]
     entity_id = entity(dsn, name)
     now = datetime.now(UTC)
-    with psycopg.connect(dsn) as conn:
-        answer = facts_read.facts(conn, entity_ids=[entity_id], time=facts_read.TimeQuery("current"), k=500, now=now,
-                                  hops=0)
+    answer = facts_read.read(dsn, lambda c: facts_read.facts(c, entity_ids=[entity_id], k=500, now=now, hops=0,
+                                                            time=facts_read.TimeQuery("current")))
     assured = {(f.fact_id, f.evidence_count) for f in answer.facts if f.temporal_match == "confirmed"}
     with sandbox(dsn) as conn, conn.transaction():
         conn.execute("SELECT set_config('corpusmem.evaluated_at', %s, true)", (now.isoformat(),))
