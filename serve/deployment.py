@@ -25,7 +25,7 @@ APP_NAME = "corpusmem"
 # Questions encoded together: how many at most, and how long the first waits for company. A few
 # milliseconds is small beside an encode on a CPU, and a lone question waits no longer.
 EMBED_BATCH = 16
-EMBED_BATCH_WAIT_S = 0.003
+EMBED_BATCH_WAIT_S = 0.010
 
 
 @serve.deployment(ray_actor_options={"num_cpus": 0.5})

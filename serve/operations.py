@@ -7,6 +7,7 @@ the messages name the argument the way the seed does.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jsonschema
@@ -87,6 +88,16 @@ def _invalid(message: str) -> HTTPException:
     return HTTPException(422, {"code": "invalid_parameter", "message": message})
 
 
+@functools.cache
+def _validator(name: str, key: str) -> jsonschema.protocols.Validator:
+    """One checked validator per argument: `jsonschema.validate` checks the schema itself on every
+    call, which cost more than the rest of argument handling."""
+    spec = SCHEMAS[name]["properties"][key]
+    cls = jsonschema.validators.validator_for(spec)
+    cls.check_schema(spec)
+    return cls(spec, format_checker=jsonschema.FormatChecker())
+
+
 def validate(name: str, arguments: Any) -> dict[str, Any]:
     """The arguments with defaults filled in, or the seed's 422."""
     schema = SCHEMAS[name]
@@ -106,7 +117,7 @@ def validate(name: str, arguments: Any) -> dict[str, Any]:
         if spec.get("type") == "integer" and (isinstance(value, bool) or not isinstance(value, int)):
             raise _invalid(f"invalid {key}: must be an integer")
         try:
-            jsonschema.validate(value, spec, format_checker=jsonschema.FormatChecker())
+            _validator(name, key).validate(value)
         except jsonschema.ValidationError as err:
             bound = {"maxLength", "minLength", "maximum", "minimum", "maxItems", "minItems", "uniqueItems"}
             if err.validator in bound:

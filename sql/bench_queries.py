@@ -8,7 +8,7 @@ import psycopg
 
 # the floor of `bench serve`: what pgvector alone costs for the nearest claims, with no API,
 # confirmation or fusion
-BARE_NEAREST_CLAIMS = "SELECT claim_id FROM claims ORDER BY embedding <=> %s LIMIT 10"
+BARE_NEAREST_CLAIMS = "SELECT claim_id FROM claims ORDER BY embedding <=> %b LIMIT 10"
 
 
 def claims_if_imported(conn: psycopg.Connection) -> int | None:

@@ -215,10 +215,11 @@ async def _nominate_words(conn: Conn, text: str, predicate: str | None) -> list[
         {"t": text, "like": f"%{text}%", "p": predicate, "n": CANDIDATES})]
 
 
+# Vectors travel in binary (`%b`), as in `read_queries.nominate`.
 async def _nominate_meaning(conn: Conn, vector: Any, predicate: str | None) -> list[str]:
     return [r[0] for r in await fetch(
         conn, "SELECT f.fact_id::text FROM facts f WHERE f.embedding IS NOT NULL" + _PREDICATE +
-        " ORDER BY f.embedding <=> %(v)s, f.fact_id LIMIT %(n)s",
+        " ORDER BY f.embedding <=> %(v)b, f.fact_id LIMIT %(n)s",
         {"v": vector, "p": predicate, "n": CANDIDATES})]
 
 
@@ -226,7 +227,7 @@ async def _nominate_profiles(conn: Conn, vector: Any, predicate: str | None) -> 
     """Facts of the 20 entities whose profiles match best (helps list-shaped questions)."""
     best = [r[0] for r in await fetch(
         conn, "SELECT entity_id::text FROM entities WHERE profile_embedding IS NOT NULL"
-        " ORDER BY profile_embedding <=> %s, entity_id LIMIT %s", (vector, GRAPH_ENTITIES))]
+        " ORDER BY profile_embedding <=> %b, entity_id LIMIT %s", (vector, GRAPH_ENTITIES))]
     return await _nominate_entities(conn, best, predicate) if best else []
 
 
