@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jobs import runtime
+from jobs import cpu_use, runtime
 from pipeline import synthetic
 
 OPERATIONS = ("facts_context", "claims_and_sources_context", "resolve_entity")
@@ -375,7 +375,10 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         for clients in (1, args.clients):
             for name, (open_client, requests) in targets.items():
                 print(f"{name}: {len(requests)} requests from {clients} client(s)", file=sys.stderr, flush=True)
-                results["runs"].append(summarize(run_load(name, open_client, requests, clients)))
+                before = cpu_use.snapshot()
+                row = summarize(run_load(name, open_client, requests, clients))
+                row["cpu_ms_per_request"] = cpu_use.per_request_ms(before, cpu_use.snapshot(), len(requests))
+                results["runs"].append(row)
     finally:
         stop_server(server)
     results["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -409,6 +412,14 @@ def render(results: dict[str, Any]) -> str:
                      f"{r['p95_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['requests_per_s']:>7.1f}  "
                      f"{r['load_before'][0]:.2f}→{r['load_after'][0]:.2f}")
         lines += [f"    error: {e}" for e in r["error_samples"]]
+    lines += ["", "CPU per request (ms, every process on the machine; ceiling = CPUs × 1000 / total):"]
+    for r in results["runs"]:
+        cpu = r.get("cpu_ms_per_request")
+        if cpu:
+            parts = ", ".join(f"{name} {ms:.1f}" for name, ms in cpu.items() if name != "total")
+            ceiling = machine["cpus"] * 1000 / cpu["total"] if cpu["total"] else float("inf")
+            lines.append(f"  {r['operation']:<28} {r['clients']:>2} clients: total {cpu['total']:.1f} "
+                         f"(ceiling {ceiling:.0f} req/s): {parts}")
     ratio_, target = results["ratio_facts_context_p95_over_floor_p95"], results["target_ratio"]
     errors = sum(r["errors"] for r in results["runs"])
     lines += ["", (f"facts_context p95 / bare pgvector p95 at {results['clients']} clients: {ratio_:.2f} "

@@ -117,3 +117,48 @@ def test_operation_bodies_follow_the_client_wire_shapes():
     assert bench_serve.operation_bodies("facts_context", q)[0]["time"] == {"mode": "current"}
     with pytest.raises(ValueError):
         bench_serve.operation_bodies("combined_context", q)
+
+
+def test_cpu_per_request_counts_what_each_process_spent():
+    import subprocess
+    import sys
+
+    from jobs import cpu_use
+
+    before = cpu_use.snapshot()
+    # a live process that burns 0.4 s of CPU, then waits to be read; and this process, 0.2 s
+    child = subprocess.Popen([sys.executable, "-c", "import sys, time\nt = time.process_time()\n"
+                              "while time.process_time() - t < 0.4: pass\nprint('done', flush=True)\n"
+                              "sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline() == "done\n"
+        spin = time.process_time()
+        while time.process_time() - spin < 0.2:
+            pass
+        cost = cpu_use.per_request_ms(before, cpu_use.snapshot(), requests=10)
+    finally:
+        child.communicate("")
+    assert cost["other"] >= 40.0                  # the child: >= 0.4 s over 10 requests
+    assert cost["benchmark clients"] >= 20.0      # >= 0.2 s over 10 requests
+    assert cost["total"] >= cost["other"] + cost["benchmark clients"] - 0.2
+    assert list(cost)[-1] == "total"
+
+
+def test_cpu_components_are_named_from_the_command_line():
+    from jobs import cpu_use
+
+    class Fake:
+        def __init__(self, pid: int, cmdline: list[str], name: str = "python") -> None:
+            self.pid, self._cmdline, self._name = pid, cmdline, name
+
+        def cmdline(self) -> list[str]:
+            return self._cmdline
+
+        def name(self) -> str:
+            return self._name
+
+    assert cpu_use.component(Fake(1, ["ray::ServeReplica:corpusmem:Api"])) == "api replica"
+    assert cpu_use.component(Fake(1, ["ray::ServeReplica:corpusmem:QueryEmbedder"])) == "query embedder"
+    assert cpu_use.component(Fake(1, ["ray::ProxyActor"])) == "serve proxy"
+    assert cpu_use.component(Fake(1, ["postgres: postgres corpusmem [local] idle"])) == "postgres"
+    assert cpu_use.component(Fake(1, [], name="bash")) == "other"
