@@ -184,6 +184,7 @@ class Measurement:
     wall_seconds: float = 0.0
     load_before: tuple[float, float, float] = (0.0, 0.0, 0.0)
     load_after: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    cpu_ms_per_request: dict[str, float] = field(default_factory=dict)   # by component, see jobs.cpu_use
 
 
 def percentile(values: Sequence[float], p: float) -> float:
@@ -206,7 +207,8 @@ def summarize(m: Measurement) -> dict[str, Any]:
             "p95_ms": round(1000 * percentile(m.latencies, 95), 2),
             "p99_ms": round(1000 * percentile(m.latencies, 99), 2),
             "requests_per_s": round(n / m.wall_seconds, 1) if m.wall_seconds > 0 else math.nan,
-            "load_before": [round(x, 2) for x in m.load_before], "load_after": [round(x, 2) for x in m.load_after]}
+            "load_before": [round(x, 2) for x in m.load_before], "load_after": [round(x, 2) for x in m.load_after],
+            "cpu_ms_per_request": m.cpu_ms_per_request}
 
 
 def ratio(rows: list[dict[str, Any]], clients: int, operation: str = "facts_context") -> float:
@@ -253,12 +255,16 @@ def run_load(name: str, open_client: ClientFactory, requests: Sequence[Any], cli
     with ExitStack() as stack, ThreadPoolExecutor(clients) as pool:
         # connections are opened before the clock starts, as a real client keeps its own open
         done = [pool.submit(work, open_client(stack)) for _ in range(clients)]
+        # read while every client's connection is open: a database session closed before the
+        # second reading would take its CPU time with it
+        cpu_before = cpu_use.snapshot()
         ready.wait()
         m.load_before = os.getloadavg()
         started = time.perf_counter()
         for future in done:
             future.result()
         m.wall_seconds = time.perf_counter() - started
+        m.cpu_ms_per_request = cpu_use.per_request_ms(cpu_before, cpu_use.snapshot(), len(requests))
     m.load_after = os.getloadavg()
     return m
 
@@ -375,10 +381,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         for clients in (1, args.clients):
             for name, (open_client, requests) in targets.items():
                 print(f"{name}: {len(requests)} requests from {clients} client(s)", file=sys.stderr, flush=True)
-                before = cpu_use.snapshot()
-                row = summarize(run_load(name, open_client, requests, clients))
-                row["cpu_ms_per_request"] = cpu_use.per_request_ms(before, cpu_use.snapshot(), len(requests))
-                results["runs"].append(row)
+                results["runs"].append(summarize(run_load(name, open_client, requests, clients)))
     finally:
         stop_server(server)
     results["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]

@@ -81,6 +81,7 @@ def test_run_load_times_every_request_runs_clients_at_once_and_counts_failures()
     assert opened == []
     # 40 requests of 50 ms over 4 clients take about 0.5 s, not the 2 s of one client
     assert 0.5 <= m.wall_seconds < 1.5
+    assert m.cpu_ms_per_request["total"] >= m.cpu_ms_per_request.get("benchmark clients", 0.0) > 0.0
 
 
 def test_corpus_sizes_reach_the_target_from_both_generators():
