@@ -131,20 +131,21 @@ def test_cpu_per_request_counts_what_each_process_spent():
     from jobs import cpu_use
 
     before = cpu_use.snapshot()
-    # a live process that burns 0.4 s of CPU, then waits to be read; and this process, 0.2 s
+    # a live process that burns 0.4 s of CPU, then waits to be read; and this process, 0.3 s
+    # (read back in clock ticks, so the checks leave a margin)
     child = subprocess.Popen([sys.executable, "-c", "import sys, time\nt = time.process_time()\n"
                               "while time.process_time() - t < 0.4: pass\nprint('done', flush=True)\n"
                               "sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline() == "done\n"
         spin = time.process_time()
-        while time.process_time() - spin < 0.2:
+        while time.process_time() - spin < 0.3:
             pass
         cost = cpu_use.per_request_ms(before, cpu_use.snapshot(), requests=10)
     finally:
         child.communicate("")
-    assert cost["other"] >= 40.0                  # the child: >= 0.4 s over 10 requests
-    assert cost["benchmark clients"] >= 20.0      # >= 0.2 s over 10 requests
+    assert cost["other"] >= 30.0                  # the child: 0.4 s over 10 requests
+    assert cost["benchmark clients"] >= 20.0      # this process: 0.3 s over 10 requests
     assert cost["total"] >= cost["other"] + cost["benchmark clients"] - 0.2
     assert list(cost)[-1] == "total"
 
