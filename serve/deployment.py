@@ -26,9 +26,11 @@ APP_NAME = "corpusmem"
 # milliseconds is small beside an encode on a CPU, and a lone question waits no longer.
 EMBED_BATCH = 16
 EMBED_BATCH_WAIT_S = 0.010
+API_ONGOING = 64
 
 
-@serve.deployment(ray_actor_options={"num_cpus": 0.5})
+# A replica accepts as many questions as one batch holds (Serve's default, 5, would cap batches).
+@serve.deployment(ray_actor_options={"num_cpus": 0.5}, max_ongoing_requests=EMBED_BATCH)
 class QueryEmbedder:
     def __init__(self, model_path: str, model_name: str, device: str) -> None:
         from actors.embedder import ModelRef, load_model
@@ -42,7 +44,9 @@ class QueryEmbedder:
         return [v.tolist() for v in vectors]
 
 
-@serve.deployment(ray_actor_options={"num_cpus": 0.25})
+# Handlers only await I/O (the embedder, PostgreSQL), so a replica takes many requests at once;
+# the connection pools, not this, bound the work that reaches PostgreSQL.
+@serve.deployment(ray_actor_options={"num_cpus": 0.25}, max_ongoing_requests=API_ONGOING)
 @serve.ingress()
 class Api:
     def __init__(self, embedder: DeploymentHandle, dsn: str, info: DeploymentInfo, pools: dict[str, int]) -> None:
