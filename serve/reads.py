@@ -49,7 +49,8 @@ async def resolve_entity(conn: Conn, name: str, context_entity_ids: list[str] = 
     """Every candidate for a name, ranked, with the tier that found it; never a pick."""
     at = now()
     found = await facts_read.find_entities(conn, name)
-    hits = await read_queries.context_hits(conn, [c[0] for c in found], list(context_entity_ids)) if context_entity_ids else {}
+    hits = (await read_queries.context_hits(conn, [c[0] for c in found], list(context_entity_ids))
+            if context_entity_ids else {})
     entities = sorted((m.EntityCandidate(entity_id=UUID(eid), canonical_name=canonical, tier=tier,
                                          context_hits=hits.get(eid, 0)) for eid, canonical, tier in found),
                       key=lambda c: (-c.context_hits, c.canonical_name, str(c.entity_id)))
@@ -137,7 +138,8 @@ async def lookup_relations(conn: Conn, *, subject: str | None, predicate: str | 
                      valid_at: datetime | None, k: int) -> m.Envelope:
     at = now()
     time = facts_read.TimeQuery("at", at=valid_at) if valid_at else facts_read.TimeQuery()
-    rows = await read_queries.lookup_relations(conn, subject=subject, predicate=predicate, obj=obj, at=valid_at or at, k=k)
+    rows = await read_queries.lookup_relations(conn, subject=subject, predicate=predicate, obj=obj,
+                                               at=valid_at or at, k=k)
     facts, truncation = _cut(await _results(conn, rows, time, at), k, "lookup_k_limit")
     negative = None if facts else m.Negative(kind="known_empty", explanation="no live relation matches")
     return _envelope("fact", at, time, facts=tuple(facts), truncation=truncation, negative=negative)
