@@ -33,7 +33,7 @@ def _edge(r: tuple) -> m.GraphEdge:
 
 
 async def _walk(conn: Conn, start: str, hops: int, *, valid_at: datetime, believed_at: datetime | None,
-          predicates: list[str], limit: int) -> tuple[dict[str, int], dict[str, tuple[str, tuple]], list[tuple], bool]:
+                predicates: list[str], limit: int) -> tuple[dict[str, int], dict[str, tuple[str, tuple]], list[tuple], bool]:
     """(hops by entity, parent edge by entity, edges seen, truncated)."""
     depth, parent, edges, seen = {start: 0}, {}, [], set()
     frontier, truncated = [start], False
@@ -99,8 +99,8 @@ def _offset(continuation: str | None, key: str) -> int | None:
 
 
 async def neighborhood(conn: Conn, *, entity_id: str, hops: int, predicates: list[str],
-                 valid_at: datetime | None, believed_at: datetime | None, limit: int, include_paths: bool,
-                 continuation: str | None = None) -> m.Envelope:
+                       valid_at: datetime | None, believed_at: datetime | None, limit: int, include_paths: bool,
+                       continuation: str | None = None) -> m.Envelope:
     """Entities within `hops`, nearest first, `limit` a page; the next page by `continuation`."""
     at = now()
     names = await read_queries.entity_names(conn, [entity_id])
@@ -133,7 +133,7 @@ async def neighborhood(conn: Conn, *, entity_id: str, hops: int, predicates: lis
 
 
 async def path(conn: Conn, *, start: str, end: str, max_hops: int, predicates: list[str],
-         valid_at: datetime | None, believed_at: datetime | None, limit: int = 5000) -> m.Envelope:
+               valid_at: datetime | None, believed_at: datetime | None, limit: int = 5000) -> m.Envelope:
     at = now()
     names = await read_queries.entity_names(conn, [start, end])
     common: dict[str, Any] = {"grain": "fact", "temporal_scope": _scope(valid_at, believed_at, at),

@@ -87,8 +87,8 @@ def evidence_result(row: dict[str, Any]) -> m.EvidenceResult:
 
 
 async def facts_context(conn: Conn, query: str, *, time: facts_read.TimeQuery, k: int = 15,
-                  evidence_per_fact: int = 3, entity_ids: list[str] | None = None, hops: int = 1,
-                  predicate: str | None = None, vector: Any = None, at: datetime | None = None) -> m.Envelope:
+                        evidence_per_fact: int = 3, entity_ids: list[str] | None = None, hops: int = 1,
+                        predicate: str | None = None, vector: Any = None, at: datetime | None = None) -> m.Envelope:
     """Facts for a question, in a time mode, each with a sample of its evidence per stance and
     the exact totals; every side of a live contradiction; the neighbours a graph expansion added."""
     at = at or now()
@@ -135,7 +135,7 @@ def _cut(items: list, k: int, reason: str) -> tuple[list, m.Truncation | None]:
 
 
 async def lookup_relations(conn: Conn, *, subject: str | None, predicate: str | None, obj: str | None,
-                     valid_at: datetime | None, k: int) -> m.Envelope:
+                           valid_at: datetime | None, k: int) -> m.Envelope:
     at = now()
     time = facts_read.TimeQuery("at", at=valid_at) if valid_at else facts_read.TimeQuery()
     rows = await read_queries.lookup_relations(conn, subject=subject, predicate=predicate, obj=obj,
@@ -214,8 +214,8 @@ async def adjacent(conn: Conn, chunk_id: str, window: int) -> m.Envelope:
 
 
 async def claims_and_sources_context(conn: Conn, query: str, *, k: int = 50, candidate_k: int = 200,
-                               vector: Any = None, entity_ids: list[str] | None = None,
-                               at: datetime | None = None) -> m.Envelope:
+                                     vector: Any = None, entity_ids: list[str] | None = None,
+                                     at: datetime | None = None) -> m.Envelope:
     at = at or now()
     if entity_ids:
         missing = sorted(set(entity_ids) - set(await read_queries.entity_names(conn, entity_ids)))
@@ -267,7 +267,7 @@ async def list_documents(conn: Conn, limit: int, cursor: str | None, status: str
 
 
 async def readiness(conn: Conn, request: m.ReadinessRequest, info: Any, component: str,
-              vector_indexes: list[str]) -> m.PipelineReadinessReport:
+                    vector_indexes: list[str]) -> m.PipelineReadinessReport:
     """Per version and stage, and per capability; reads only, never waits or starts work."""
     at = now()
     ids = list(dict.fromkeys(str(v) for v in request.version_ids))

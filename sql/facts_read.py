@@ -130,8 +130,8 @@ async def find_entities(conn: Conn, name: str) -> list[tuple[str, str, str]]:
 
 
 async def facts(conn: Conn, *, entity_ids: list[str] | None = None, text: str | None = None,
-          time: TimeQuery = TimeQuery(), k: int = 20, now: datetime | None = None, vector: Any = None,
-          hops: int = 1, predicate: str | None = None) -> FactsAnswer:
+                time: TimeQuery = TimeQuery(), k: int = 20, now: datetime | None = None, vector: Any = None,
+                hops: int = 1, predicate: str | None = None) -> FactsAnswer:
     """Facts about `entity_ids` (as subject or object), else facts matching `text`.
 
     Candidates are nominated (by the entity set; or by words, by meaning when `vector` is given,
@@ -176,7 +176,7 @@ EXPANSION_EDGES = 2000   # relations one expansion hop may read
 
 
 async def expand(conn: Conn, anchors: list[str], hops: int, *, valid_at: datetime,
-           predicate: str | None) -> list[tuple[str, int]]:
+                 predicate: str | None) -> list[tuple[str, int]]:
     """(entity_id, hops) of the neighbours within `hops` on the live graph at `valid_at` (the
     graph routes' edges: believed now, not withdrawn), nearest first and, within a hop, along the
     best-evidenced relations first, filling at most 20 entities with the anchors."""

@@ -93,7 +93,7 @@ _FACT_COLUMNS = ("f.fact_id::text, f.kind, f.label, f.evidence_count, f.valid_fr
 
 
 async def lookup_relations(conn: Conn, *, subject: str | None, predicate: str | None, obj: str | None,
-                     at: Any, k: int) -> list[tuple]:
+                           at: Any, k: int) -> list[tuple]:
     """Live relations whose window covers `at` (an unknown bound is open on that side), strongest
     evidence first; k + 1 rows so the caller knows whether more exist."""
     return await fetch(
@@ -106,7 +106,7 @@ async def lookup_relations(conn: Conn, *, subject: str | None, predicate: str | 
 
 
 async def lookup_observations(conn: Conn, entity_id: str, at: Any, k: int,
-                        vector: Any = None) -> list[tuple]:
+                              vector: Any = None) -> list[tuple]:
     order = "f.embedding <=> %(v)b, f.fact_id" if vector is not None else \
         "f.evidence_count DESC, f.ingested_at DESC, f.fact_id"
     return await fetch(
@@ -175,7 +175,7 @@ _ABOUT = {  # the claims (and chunks carrying them) that mention or assert about
 
 
 async def nominate(conn: Conn, table: str, channel: str, query: str, vector: Any, k: int,
-             about: list[str] | None = None) -> list[str]:
+                   about: list[str] | None = None) -> list[str]:
     """Nominated ids of `claims` or `chunks`, best first, from one channel: PostgreSQL full-text
     ranking (`bm25`) or pgvector cosine distance (`semantic`); only those about the entities
     `about` when given."""
@@ -252,7 +252,7 @@ _EDGE_COLUMNS = ("f.fact_id, f.subject_id, f.object_id, f.predicate, f.label, f.
 
 
 async def graph_edges(conn: Conn, frontier: list[str], *, valid_at: Any, believed_at: Any | None,
-                predicates: list[str], limit: int) -> list[tuple]:
+                      predicates: list[str], limit: int) -> list[tuple]:
     """Relations touching `frontier`, true at `valid_at` (unknown bounds open) and believed at
     `believed_at` (now: not invalidated), withdrawn ones excluded; at most `limit`."""
     belief = ("f.ingested_at <= %(b)s AND (f.invalidated_at IS NULL OR f.invalidated_at > %(b)s)"
