@@ -187,9 +187,8 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
         args = operations.validate(name, arguments or {})
         if name == "resolve_entity":
             async with conn("retrieval") as c:
-                result = await reads.resolve_entity(c, args["name"])
-            return result.model_dump(mode="json", by_alias=True)
-        time = TimeArg(**args.get("time", {})).query() if name == "facts_context" else None
+                return envelope(await reads.resolve_entity(c, args["name"]))
+        time = TimeArg(**args.get("time", {})).query()   # checked before anything is embedded
         skip_model = name == "facts_context" and args.get("entity_ids")   # anchored: nothing to embed
         question = None if skip_model else await vector(args["query"])
         async with conn("retrieval") as c:
@@ -204,9 +203,8 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
                 result = m.ContextBundle(
                     claims_and_sources=await reads.claims_and_sources_context(
                         c, args["query"], vector=question, entity_ids=args.get("entity_ids"), at=at),
-                    facts=await facts(c, {**args, "k": 15, "evidence_per_fact": 3},
-                                      TimeArg(**args.get("time", {})).query(), question, at=at))
-        return result.model_dump(mode="json", by_alias=True)
+                    facts=await facts(c, {**args, "k": 15, "evidence_per_fact": 3}, time, question, at=at))
+        return envelope(result)
 
     async def facts(c: psycopg.AsyncConnection, args: dict[str, Any], time: facts_read.TimeQuery, question: Any,
                     at: datetime | None = None) -> m.Envelope:
@@ -221,7 +219,7 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
         except Exception as err:  # the embedder is a separate deployment; its failure is the seed's 503
             raise HTTPException(503, "model provider unavailable") from err
 
-    def envelope(result: m.Envelope) -> dict[str, Any]:
+    def envelope(result: BaseModel) -> dict[str, Any]:
         return result.model_dump(mode="json", by_alias=True)
 
     @app.get("/lookup/relations")
@@ -354,8 +352,7 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
     async def resolve(name: Annotated[str, Query(min_length=1)],
                       context_entity_ids: Annotated[list[UUID], Query(max_length=8)] = ()) -> dict[str, Any]:
         async with conn("retrieval") as c:
-            result = await reads.resolve_entity(c, name, [str(u) for u in context_entity_ids])
-        return result.model_dump(mode="json", by_alias=True)
+            return envelope(await reads.resolve_entity(c, name, [str(u) for u in context_entity_ids]))
 
     @app.delete("/documents/{doc_id}", response_model=m.DocumentDeletion)
     def delete_document(doc_id: UUID) -> m.DocumentDeletion:
