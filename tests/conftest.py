@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 import pytest
@@ -102,21 +102,30 @@ class ExampleImport:
     report: RunReport
 
 
+def _import_example(admin_dsn: str, template_db: str, corpus: Path, root: Path, prefix: str,
+                    **options: Any) -> tuple[str, Settings, RunReport]:
+    """The example corpus imported (`do_import` with `options`) into a new database, its home and
+    object store under `root`: (database, settings, report). A failed import stops the session's
+    tests here."""
+    from sql import embedded
+    from tests.test_import import do_import
+
+    name = _unique_name(prefix)
+    embedded.ensure_database(admin_dsn, name, template=template_db)
+    settings = load_settings({}, home=root / "home", dsn=_dsn_for(admin_dsn, name),
+                             object_store=str(root / "objects"))
+    report = do_import(settings, corpus, modified_at_from="path", **options)
+    assert report.status == "succeeded" and report.counts["failed"] == 0, report.failures
+    return name, settings, report
+
+
 @pytest.fixture(scope="session")
 def example_import(pg_admin_dsn: str, template_db: str, ray_local, example_corpus: Path,
                    tmp_path_factory: pytest.TempPathFactory) -> ExampleImport:
     """Import `examples/team` once (rules extractor, `modified_at_from="path"`, 1 worker, batches
     of 4: what `do_import` does by default) into a database that only serves as a template."""
-    from sql import embedded
-    from tests.test_import import do_import
-
     root = tmp_path_factory.mktemp("example-import")
-    name = _unique_name("cm_example_source")
-    embedded.ensure_database(pg_admin_dsn, name, template=template_db)
-    settings = load_settings({}, home=root / "home", dsn=_dsn_for(pg_admin_dsn, name),
-                             object_store=str(root / "objects"))
-    report = do_import(settings, example_corpus, modified_at_from="path")
-    assert report.status == "succeeded" and report.counts["failed"] == 0, report.failures
+    name, _, report = _import_example(pg_admin_dsn, template_db, example_corpus, root, "cm_example_source")
     return ExampleImport(name, root / "objects", report)
 
 
@@ -180,14 +189,7 @@ def example_memory_four_workers(pg_admin_dsn: str, template_db: str, ray_local, 
                                 tmp_path_factory: pytest.TempPathFactory) -> Settings:
     """The example corpus imported a second time with 4 workers and batches of 2, where
     `example_memory` had 1 worker and batches of 4: determinism tests compare the two. READ ONLY."""
-    from sql import embedded
-    from tests.test_import import do_import
-
-    root = tmp_path_factory.mktemp("example-four-workers")
-    name = _unique_name("cm_example_four_workers")
-    embedded.ensure_database(pg_admin_dsn, name, template=template_db)
-    settings = load_settings({}, home=root / "home", dsn=_dsn_for(pg_admin_dsn, name),
-                             object_store=str(root / "objects"))
-    report = do_import(settings, example_corpus, modified_at_from="path", workers=4, batch_size=2)
-    assert report.status == "succeeded" and report.counts["failed"] == 0, report.failures
+    _, settings, _ = _import_example(pg_admin_dsn, template_db, example_corpus,
+                                     tmp_path_factory.mktemp("example-four-workers"), "cm_example_four_workers",
+                                     workers=4, batch_size=2)
     return settings
