@@ -1035,7 +1035,8 @@ BEGIN
 END
 $$;
 
--- The status row a neighbourhood or path walk ends with, recorded for the runner as well.
+-- The status row a neighbourhood or path walk ends with, recorded for the runner as well (which
+-- then asks for no status row).
 CREATE FUNCTION memory_v1_private.graph_status(fn text, reason text, examined bigint, returned bigint,
                                                depth_cap integer, expand_cap integer, frontier_cap integer,
                                                results_cap integer, time_cap integer, valid_at timestamptz,
@@ -1064,7 +1065,11 @@ BEGIN
         'returned_paths', returned_paths, 'effective_depth', effective_depth, 'effective_expansion_budget', effective_expansion_budget,
         'effective_frontier_budget', effective_frontier_budget, 'effective_result_budget', effective_result_budget,
         'effective_time_budget_ms', effective_time_budget_ms, 'applied_valid_at', applied_valid_at, 'applied_believed_at', applied_believed_at, 'evaluated_at', NULL));
-    RETURN NEXT;
+    -- The runner reads the status from corpusmem.graph_invocations and asks for no status row:
+    -- a statement that does not select row_kind could not tell it from a path.
+    IF current_setting('corpusmem.graph_status_rows', true) IS DISTINCT FROM 'omit' THEN
+        RETURN NEXT;
+    END IF;
 END
 $$;
 
@@ -1150,16 +1155,8 @@ BEGIN
         END LOOP;
         frontier := next_frontier;
     END LOOP;
-    SELECT * INTO row_kind, hops, relation_ids, node_ids, truncated, truncation_reason, examined_edges, returned_paths,
-                  effective_depth, effective_expansion_budget, effective_frontier_budget, effective_result_budget,
-                  effective_time_budget_ms, applied_valid_at, applied_believed_at
-    FROM memory_v1_private.graph_status('graph_neighborhood', reason, examined, returned, depth_cap, expand_cap, frontier_cap,
-                                        results_cap, time_cap, valid_at, believed_at);
-    -- The runner reads the status from corpusmem.graph_invocations and asks for no status row:
-    -- a statement that does not select row_kind could not tell it from a path.
-    IF current_setting('corpusmem.graph_status_rows', true) IS DISTINCT FROM 'omit' THEN
-        RETURN NEXT;
-    END IF;
+    RETURN QUERY SELECT * FROM memory_v1_private.graph_status('graph_neighborhood', reason, examined, returned, depth_cap,
+        expand_cap, frontier_cap, results_cap, time_cap, valid_at, believed_at);
 END
 $$;
 
@@ -1254,16 +1251,8 @@ BEGIN
         node_ids := ARRAY(SELECT jsonb_array_elements_text(p -> 'n')::uuid);
         RETURN NEXT;
     END LOOP;
-    SELECT * INTO row_kind, hops, relation_ids, node_ids, truncated, truncation_reason, examined_edges, returned_paths,
-                  effective_depth, effective_expansion_budget, effective_frontier_budget, effective_result_budget,
-                  effective_time_budget_ms, applied_valid_at, applied_believed_at
-    FROM memory_v1_private.graph_status('graph_path', reason, examined, returned, depth_cap, expand_cap, frontier_cap,
-                                        results_cap, time_cap, valid_at, believed_at);
-    -- The runner reads the status from corpusmem.graph_invocations and asks for no status row:
-    -- a statement that does not select row_kind could not tell it from a path.
-    IF current_setting('corpusmem.graph_status_rows', true) IS DISTINCT FROM 'omit' THEN
-        RETURN NEXT;
-    END IF;
+    RETURN QUERY SELECT * FROM memory_v1_private.graph_status('graph_path', reason, examined, returned, depth_cap,
+        expand_cap, frontier_cap, results_cap, time_cap, valid_at, believed_at);
 END
 $$;
 
