@@ -123,7 +123,6 @@ WHERE m.entity_id IS NOT NULL;
 
 -- @support indexes
 -- mentions_live reads each mention's latest identity event by the mention's key.
--- IF NOT EXISTS: sql/store.py re-runs this migration when it rebuilds the memory_v1 schemas.
 CREATE INDEX IF NOT EXISTS identity_events_mention ON identity_events (doc_id, mention_key, surface, event_id);
 
 -- @view documents_live
