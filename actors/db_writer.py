@@ -15,8 +15,8 @@ from pgvector.psycopg import register_vector
 
 from actors.object_store import ObjectStore
 from pipeline import records
-from sql import ingest as ingest_sql
-from sql import writes
+from sql.write import ingest as ingest_sql
+from sql.write import writes
 
 _log = logging.getLogger(__name__)
 

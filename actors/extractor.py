@@ -15,10 +15,16 @@ from typing import Literal
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline import claims, records
-from pipeline.claimify_rules import claimify_rules
-from pipeline.extraction import CallCost, ChunkContext, ClaimifyResult, SelectionResult
-from pipeline.selection_rules import select_rules
+from pipeline import records
+from pipeline.claims import extract as claims
+from pipeline.claims.claimify_rules import claimify_rules
+from pipeline.claims.extraction import (
+    CallCost,
+    ChunkContext,
+    ClaimifyResult,
+    SelectionResult,
+)
+from pipeline.claims.selection_rules import select_rules
 
 BACKENDS = ("rules", "vllm", "openai")
 

@@ -2,9 +2,9 @@
 
 - `Normalizer`: claims → assertions and mentions (`normalize_relations`), a version at a time.
 - `ResolverShard`: owns a set of mention keys; resolves each key's mentions document by
-  document, in said-on order, through the cascade (`pipeline/resolution.py`).
+  document, in said-on order, through the cascade (`pipeline/facts/resolution.py`).
 - `AdjudicatorShard`: owns a set of anchor entities; adjudicates each entity's pending
-  assertions in world-time order (`pipeline/adjudication.py`) and writes the result per entity.
+  assertions in world-time order (`pipeline/facts/adjudication.py`) and writes the result per entity.
 
 The driver assigns keys and entities to shards by a stable hash, so during a run every key and
 every entity has exactly one owner and nothing about one entity is decided twice at once.
@@ -21,10 +21,10 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from actors.extractor import ExtractorConfig, ExtractorUnavailable
-from pipeline import adjudication, names, normalize, resolution
-from sql import assertions as assertions_sql
-from sql import entities as entities_sql
-from sql import facts_store
+from pipeline.facts import adjudication, names, normalize, resolution
+from sql.write import assertions as assertions_sql
+from sql.write import entities as entities_sql
+from sql.write import facts_store
 
 
 def shard_of(key: str, shards: int) -> int:
@@ -149,7 +149,7 @@ class LabelVectors:
                                   normalize_embeddings=True, show_progress_bar=False)
 
     def run(self, page: int = 1024) -> dict[str, Any]:
-        from sql import reconcile
+        from sql.write import reconcile
 
         started = time.perf_counter()
         facts = profiles = 0

@@ -18,9 +18,11 @@ from pgvector.psycopg import register_vector
 from actors.embedder import ModelRef, load_model
 from actors.object_store import ObjectStore
 from actors.vllm_extractor import claimify_from_row
-from pipeline import claims, llm_io
-from pipeline.extraction import CallCost
-from sql import claims_queries, ingest, writes
+from pipeline.claims import extract as claims
+from pipeline.claims import llm_io
+from pipeline.claims.extraction import CallCost
+from sql.read import claims_queries
+from sql.write import ingest, writes
 
 CONTEXT_SCHEMA = pa.schema([("ctx_json", pa.string())])
 LANDED_SCHEMA = pa.schema([("version_id", pa.string()), ("chunk_ord", pa.int32()), ("claims", pa.int64()),

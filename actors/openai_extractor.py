@@ -1,7 +1,7 @@
 """The `openai` extractor: Selection and Claimify through any OpenAI-compatible chat endpoint.
 
 Meant for `vllm serve` on a GPU box (or any hosted endpoint that honours JSON-schema response
-formats). Prompts, schemas and parsing are `pipeline/llm_io.py`'s, shared with the `vllm` backend.
+formats). Prompts, schemas and parsing are `pipeline/claims/llm_io.py`'s, shared with the `vllm` backend.
 Calls run in a bounded thread pool; the SDK retries transport errors and 408/409/429/5xx answers
 with backoff. A call that still fails costs its chunk's statements, never the batch: Selection
 keeps them flagged, Claimify omits them, each with the cause.
@@ -17,8 +17,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline import llm_io
-from pipeline.extraction import CallCost, ChunkContext, ClaimifyResult, SelectionResult
+from pipeline.claims import llm_io
+from pipeline.claims.extraction import (
+    CallCost,
+    ChunkContext,
+    ClaimifyResult,
+    SelectionResult,
+)
 
 BACKEND = "openai"
 _CAUSE_MAX = 300

@@ -2,7 +2,7 @@
 
 Same endpoint and settings as the `openai` extractor (`OpenAIExtractorConfig`): `vllm serve` on a
 GPU box, or any hosted endpoint that honours JSON-schema response formats. Prompt, schema and
-parsing are `pipeline/normalize_llm.py`'s, shared with the `vllm` normalizer. Claims go at most
+parsing are `pipeline/facts/normalize_llm.py`'s, shared with the `vllm` normalizer. Claims go at most
 `MAX_CLAIMS_PER_CALL` to a call, calls run in a bounded thread pool, and the SDK retries transport
 errors and 408/409/429/5xx answers with backoff. A call that still fails costs its claims nothing
 but the model: they are read by the rules normalizer, and the problems say why. It never fails the
@@ -14,9 +14,9 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from actors.openai_extractor import BACKEND, ChatEndpoint, OpenAIExtractorConfig
-from pipeline import normalize, normalize_llm
-from pipeline.extraction import CallCost
-from pipeline.normalize import Assertion
+from pipeline.claims.extraction import CallCost
+from pipeline.facts import normalize, normalize_llm
+from pipeline.facts.normalize import Assertion
 
 
 class OpenAINormalizer:
@@ -65,7 +65,7 @@ class OpenAINormalizer:
 
     def normalize_version(self, claims: list[dict], assertion_id) -> tuple[list[dict], list[dict]]:
         """Assertion rows and mention rows for the claims of one version: the contract and row
-        format of `pipeline.normalize.normalize_version`, with the model reading each claim."""
+        format of `pipeline.facts.normalize.normalize_version`, with the model reading each claim."""
         rows, mentions, _, _ = self.normalize_version_costed(claims, assertion_id)
         return rows, mentions
 

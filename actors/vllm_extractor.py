@@ -2,7 +2,7 @@
 
 `build_selection_processor(config)` and `build_claimify_processor(config)` return
 `ray.data.llm` processors (`build_processor` over a `vLLMEngineProcessorConfig`), one vLLM engine per
-GPU. Prompts, schemas and parsing are `pipeline/llm_io.py`'s, shared with the `openai` backend.
+GPU. Prompts, schemas and parsing are `pipeline/claims/llm_io.py`'s, shared with the `openai` backend.
 
 Rows in: `ctx_json` (`llm_io.ctx_to_json`), and for Claimify also `selection_json`. Rows out of the
 postprocess: those columns, then `selection_json` + `selection_text` (Selection) or `claimify_json`
@@ -34,8 +34,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from actors.embedder import ModelNotFound
-from pipeline import llm_io
-from pipeline.extraction import CallCost, ChunkContext, ClaimifyResult, SelectionResult
+from pipeline.claims import llm_io
+from pipeline.claims.extraction import (
+    CallCost,
+    ChunkContext,
+    ClaimifyResult,
+    SelectionResult,
+)
 
 BACKEND = "vllm"
 MODEL_SETTING = "CORPUSMEM_LLM_MODEL"

@@ -2,7 +2,7 @@
 
 `build_normalize_processor(config)` returns a `ray.data.llm` processor (`build_processor` over a
 `vLLMEngineProcessorConfig`), one vLLM engine per GPU, configured exactly as the `vllm` extractor's
-(`VLLMExtractorConfig`). Prompt, schema and parsing are `pipeline/normalize_llm.py`'s, shared with
+(`VLLMExtractorConfig`). Prompt, schema and parsing are `pipeline/facts/normalize_llm.py`'s, shared with
 the `openai` normalizer.
 
 Rows in: `claims_json` (`normalize_llm.claims_to_json`, at most `normalize_llm.MAX_CLAIMS_PER_CALL`
@@ -30,9 +30,9 @@ from actors.vllm_extractor import (
     _processor_config,
     _usage,
 )
-from pipeline import normalize_llm
-from pipeline.extraction import CallCost
-from pipeline.normalize import Assertion
+from pipeline.claims.extraction import CallCost
+from pipeline.facts import normalize_llm
+from pipeline.facts.normalize import Assertion
 
 
 def normalizer_version(config: VLLMExtractorConfig) -> str:

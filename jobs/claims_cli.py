@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 from actors.object_store import ObjectStore
-from pipeline.settings import Settings
-from sql import claims_queries as q
-from sql import store
+from jobs.settings import Settings
+from sql.read import claims_queries as q
+from sql.store import authority as store
 
 
 def _window(valid_from, valid_until, precision, kind) -> str:

@@ -7,7 +7,7 @@ import logging
 import sys
 
 from jobs import runtime
-from pipeline.settings import SettingsError
+from jobs.settings import SettingsError
 
 
 def _import(args: argparse.Namespace) -> int:
@@ -72,13 +72,14 @@ def _sql(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from jobs import bench
+    from jobs.bench import imports as bench
 
     return bench.main(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from jobs import bench, import_corpus
+    from jobs import import_corpus
+    from jobs.bench import imports as bench
 
     parser = argparse.ArgumentParser(prog="corpusmem", description="A memory engine for AI agents, "
                                      "written by a Ray batch pipeline into PostgreSQL.")
@@ -143,10 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:
         from actors.embedder import ModelNotFound
         from actors.extractor import ExtractorUnavailable
-        from sql.claims_queries import DocumentNotFound
-        from sql.facts_read import BadTimeQuery
-        from sql.reconcile import UnknownDocument
-        from sql.store import StoreError
+        from serve.retrieval.facts import BadTimeQuery
+        from sql.read.claims_queries import DocumentNotFound
+        from sql.store.authority import StoreError
+        from sql.write.reconcile import UnknownDocument
 
         if isinstance(err, (StoreError, ModelNotFound, DocumentNotFound, ExtractorUnavailable, BadTimeQuery,
                             UnknownDocument)):

@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from jobs import facts_cli, import_corpus, runtime
-from pipeline.settings import Settings
-from pipeline.sources import SourceOptions
-from sql import demo_queries, facts_read, store
+from jobs.settings import Settings
+from pipeline.documents.sources import SourceOptions
+from serve.retrieval import facts as facts_retrieval
+from sql.read import demo_queries, facts_queries
+from sql.store import authority as store
 
 EXAMPLES = runtime.PROJECT_ROOT / "examples" / "team"
 
@@ -52,15 +54,15 @@ def _show_facts(dsn: str) -> None:
     """Facts with their windows and evidence, a contradiction, and a question "as of" a date."""
     now = datetime.now(timezone.utc)
 
-    async def ask(conn: facts_read.Conn) -> tuple[facts_read.FactsAnswer, ...]:
-        billing = [c[0] for c in await facts_read.find_entities(conn, "billing migration") if c[2] == "T0"]
-        ravi = [c[0] for c in await facts_read.find_entities(conn, "Ravi") if c[2] == "T0"]
-        march = facts_read.TimeQuery("at", at=datetime(2026, 3, 1, tzinfo=timezone.utc))
-        return (await facts_read.facts(conn, entity_ids=billing, now=now),
-                await facts_read.facts(conn, entity_ids=billing, now=now, time=march),
-                await facts_read.facts(conn, entity_ids=ravi, now=now, time=facts_read.TimeQuery("history")))
+    async def ask(conn: facts_queries.Conn) -> tuple[facts_retrieval.FactsAnswer, ...]:
+        billing = [c[0] for c in await facts_queries.find_entities(conn, "billing migration") if c[2] == "T0"]
+        ravi = [c[0] for c in await facts_queries.find_entities(conn, "Ravi") if c[2] == "T0"]
+        march = facts_retrieval.TimeQuery("at", at=datetime(2026, 3, 1, tzinfo=timezone.utc))
+        return (await facts_retrieval.facts(conn, entity_ids=billing, now=now),
+                await facts_retrieval.facts(conn, entity_ids=billing, now=now, time=march),
+                await facts_retrieval.facts(conn, entity_ids=ravi, now=now, time=facts_retrieval.TimeQuery("history")))
 
-    current, march, ravi = facts_read.read(dsn, ask)
+    current, march, ravi = facts_queries.read(dsn, ask)
     print(f"\nwhat the memory holds true now about the billing migration (evaluated {now:%Y-%m-%d}):")
     for fact in current.facts:
         if fact.kind == "relation" or fact.contradiction or "scheduled" in fact.label:

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from actors.embedder import ModelRef
 from actors.llm_stage import LandClaims, LoadContexts
-from sql import claims_queries, store
+from sql.read import claims_queries
+from sql.store import authority as store
 
 Step = Callable[["object"], "object"]  # a Ray Dataset in, a Ray Dataset out
 
@@ -31,8 +32,12 @@ class LlmPass:
 
 
 def vllm_pass(model_path: str) -> LlmPass:
-    from actors.vllm_extractor import (VLLMExtractorConfig, build_claimify_processor,
-                                       build_selection_processor, extractor_version)
+    from actors.vllm_extractor import (
+        VLLMExtractorConfig,
+        build_claimify_processor,
+        build_selection_processor,
+        extractor_version,
+    )
 
     config = VLLMExtractorConfig(model_path=model_path)
     return LlmPass(extractor_version(config), config.model_name, build_selection_processor(config),

@@ -20,9 +20,9 @@ import psycopg
 from actors import facts_shards
 from actors.embedder import ModelRef
 from actors.extractor import ExtractorConfig
-from sql import assertions as assertions_sql
-from sql import entities as entities_sql
-from sql import facts_store, reconcile, writes
+from sql.write import assertions as assertions_sql
+from sql.write import entities as entities_sql
+from sql.write import facts_store, reconcile, writes
 
 _ACTOR_CPUS = 0.25
 _BUCKETS = (("0", 0), ("1-3", 3), ("4-15", 15), ("16-63", 63), ("64-255", 255), ("256+", 10**9))

@@ -6,8 +6,11 @@ from __future__ import annotations
 import argparse
 from datetime import datetime, timezone
 
-from pipeline.settings import Settings
-from sql import claims_queries, facts_read, reconcile, store
+from jobs.settings import Settings
+from serve.retrieval import facts as facts_retrieval
+from sql.read import claims_queries, facts_queries
+from sql.store import authority as store
+from sql.write import reconcile
 
 
 def add_facts_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,12 +32,12 @@ def _instant(text: str) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
-def time_query(args: argparse.Namespace) -> facts_read.TimeQuery:
+def time_query(args: argparse.Namespace) -> facts_retrieval.TimeQuery:
     if args.at:
-        return facts_read.TimeQuery("at", at=_instant(args.at))
+        return facts_retrieval.TimeQuery("at", at=_instant(args.at))
     if args.overlap:
-        return facts_read.TimeQuery("overlap", start=_instant(args.overlap[0]), end=_instant(args.overlap[1]))
-    return facts_read.TimeQuery("history" if args.history else "current")
+        return facts_retrieval.TimeQuery("overlap", start=_instant(args.overlap[0]), end=_instant(args.overlap[1]))
+    return facts_retrieval.TimeQuery("history" if args.history else "current")
 
 
 def _day(t: datetime | None) -> str:
@@ -43,7 +46,7 @@ def _day(t: datetime | None) -> str:
     return f"{t:%Y-%m-%d}" if (t.hour, t.minute, t.second) == (0, 0, 0) else t.isoformat()
 
 
-def render_fact(f: facts_read.FactResult) -> list[str]:
+def render_fact(f: facts_retrieval.FactResult) -> list[str]:
     v = f.validity
     end = "open" if v["valid_precision"] == "open" else _day(v["valid_until"])
     window = "no stated time" if v["valid_from"] is None and v["valid_until"] is None else \
@@ -61,14 +64,14 @@ def render_fact(f: facts_read.FactResult) -> list[str]:
 def show_facts(settings: Settings, args: argparse.Namespace) -> str:
     time = time_query(args)
     now = _instant(args.now) if args.now else None
-    async def ask(conn: facts_read.Conn) -> tuple[list[tuple[str, str, str]], facts_read.FactsAnswer]:
-        candidates = [c for c in await facts_read.find_entities(conn, args.query) if c[2] == "T0"]
+    async def ask(conn: facts_queries.Conn) -> tuple[list[tuple[str, str, str]], facts_retrieval.FactsAnswer]:
+        candidates = [c for c in await facts_queries.find_entities(conn, args.query) if c[2] == "T0"]
         if candidates:
-            return candidates, await facts_read.facts(conn, entity_ids=[c[0] for c in candidates], time=time,
+            return candidates, await facts_retrieval.facts(conn, entity_ids=[c[0] for c in candidates], time=time,
                                                       k=args.k, now=now)
-        return candidates, await facts_read.facts(conn, text=args.query, time=time, k=args.k, now=now)
+        return candidates, await facts_retrieval.facts(conn, text=args.query, time=time, k=args.k, now=now)
 
-    candidates, answer = facts_read.read(store.resolve_dsn(settings), ask)
+    candidates, answer = facts_queries.read(store.resolve_dsn(settings), ask)
     if candidates:
         head = ", ".join(f"{name} ({eid[:8]})" for eid, name, _ in candidates)
         lines = [f"facts about {head}" + (" — several entities share this name" if len(candidates) > 1 else "")]
@@ -83,7 +86,7 @@ def show_facts(settings: Settings, args: argparse.Namespace) -> str:
     for f in answer.facts:
         lines += render_fact(f)
     if answer.truncated:
-        lines.append(f"  … more facts exist; raise -k")
+        lines.append("  … more facts exist; raise -k")
     return "\n".join(lines)
 
 

@@ -22,19 +22,33 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from actors.db_writer import Ingest, LoadQueued, Write
-from actors.extractor import BACKENDS, Extract, ExtractorConfig, ExtractorUnavailable, build_extractor
-from actors.embedder import Embed, ModelNotFound, embedding_dim, load_model, resolve_model
+from actors.embedder import (
+    Embed,
+    ModelNotFound,
+    embedding_dim,
+    load_model,
+    resolve_model,
+)
+from actors.extractor import (
+    BACKENDS,
+    Extract,
+    ExtractorConfig,
+    ExtractorUnavailable,
+    build_extractor,
+)
 from jobs import facts, runtime
-from pipeline import records, stages
-from pipeline.convert import ROUTES
-from pipeline.settings import Settings
-from pipeline.sources import SourceOptions, list_sources
-from sql import runs, store
+from jobs.settings import Settings
+from pipeline import records
+from pipeline.documents import stages
+from pipeline.documents.convert import ROUTES
+from pipeline.documents.sources import SourceOptions, list_sources
+from sql.store import authority as store
+from sql.store import runs
 
 if TYPE_CHECKING:
     from jobs import extract_llm
 
-# The columns of `pipeline.sources.SourceItem`.
+# The columns of `pipeline.documents.sources.SourceItem`.
 _ITEM_SCHEMA = pa.schema([("item", pa.string()), ("path", pa.string()), ("source_ref", pa.string()),
                           ("size", pa.int64()), ("mtime", records.UTC_TS), ("error", pa.string())])
 

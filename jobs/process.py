@@ -11,10 +11,10 @@ import logging
 import threading
 
 from jobs.import_corpus import ImportOptions, run_import
-from pipeline.settings import Settings
-from pipeline.sources import SourceOptions
-from sql import ingest as ingest_sql
-from sql import store
+from jobs.settings import Settings
+from pipeline.documents.sources import SourceOptions
+from sql.store import authority as store
+from sql.write import ingest as ingest_sql
 
 _log = logging.getLogger(__name__)
 

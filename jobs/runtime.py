@@ -13,7 +13,7 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-from pipeline.settings import Settings, load_settings
+from jobs.settings import Settings, load_settings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 

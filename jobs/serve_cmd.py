@@ -8,7 +8,7 @@ import sys
 import threading
 
 from jobs import runtime
-from pipeline.settings import Settings
+from jobs.settings import Settings
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -24,7 +24,7 @@ def start(settings: Settings, host: str, port: int) -> str:
     from serve import admission, auth
     from serve.app import DeploymentInfo
     from serve.deployment import APP_NAME, application
-    from sql import store
+    from sql.store import authority as store
 
     runtime.init_ray(quiet=True)
     model = resolve_model(settings.embedding_model)

@@ -17,7 +17,7 @@ import sys
 from functools import cache
 from typing import Any
 
-from pipeline.settings import Settings
+from jobs.settings import Settings
 
 REFUSED = 2
 _CELL = 60
@@ -44,7 +44,8 @@ def parameter(text: str) -> Any:
 
 
 def main(settings: Settings, args: argparse.Namespace) -> int:
-    from sql import query_manifest, saved_queries, store
+    from sql.query_space import query_manifest, saved_queries
+    from sql.store import authority as store
 
     dsn = store.resolve_dsn(settings)
     with store.connect(dsn, autocommit=True) as conn:
@@ -103,7 +104,7 @@ def _model(setting: str) -> Any:
 
 def _run(runner_args: tuple[str, str, Any], sql: str, params: list[Any], max_rows: int | None,
          saved: dict[str, str] | None) -> dict[str, Any]:
-    from sql.query_runner import Caps, QueryRunner
+    from sql.query_space.query_runner import Caps, QueryRunner
 
     runner = QueryRunner(*runner_args, pool_size=1)
     try:
@@ -138,7 +139,7 @@ def _cell(value: Any) -> str:
 
 
 def space() -> str:
-    from sql import query_manifest, saved_queries
+    from sql.query_space import query_manifest, saved_queries
 
     manifest = query_manifest.manifest()
     lines = [f"memory_v1 (surface manifest {query_manifest.manifest_hash()[:16]}…)", "", "views:"]

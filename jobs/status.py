@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pipeline.settings import Settings
-from sql import runs, store
+from jobs.settings import Settings
+from sql.store import authority as store
+from sql.store import runs
 
 
 def render(dsn: str) -> str:

@@ -27,15 +27,16 @@ from fastapi.responses import JSONResponse
 from pgvector.psycopg import register_vector_async
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from pydantic import BaseModel, ConfigDict, Field
-
 from starlette.concurrency import run_in_threadpool
 
 from actors.object_store import ObjectStore
-from serve import models as m
 from serve import admission, auth, graph, operations, reads
+from serve import models as m
 from serve.ingest import ingest as ingest_version
 from serve.query_routes import query_router
-from sql import facts_read, reconcile, store
+from serve.retrieval import facts as facts_retrieval
+from sql.store import authority as store
+from sql.write import reconcile
 
 Channel = Literal["semantic", "bm25"]
 OPERATION_NAMES = ("resolve_entity", "claims_and_sources_context", "facts_context", "combined_context")
@@ -98,10 +99,10 @@ class TimeArg(BaseModel):
     from_: datetime | None = Field(default=None, alias="from")
     to: datetime | None = None
 
-    def query(self) -> facts_read.TimeQuery:
+    def query(self) -> facts_retrieval.TimeQuery:
         try:
-            return facts_read.TimeQuery(self.mode, at=self.at, start=self.from_, end=self.to)
-        except facts_read.BadTimeQuery as err:
+            return facts_retrieval.TimeQuery(self.mode, at=self.at, start=self.from_, end=self.to)
+        except facts_retrieval.BadTimeQuery as err:
             raise HTTPException(422, {"code": "invalid_parameter", "message": str(err)}) from err
 
 
@@ -206,7 +207,7 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
                     facts=await facts(c, {**args, "k": 15, "evidence_per_fact": 3}, time, question, at=at))
         return envelope(result)
 
-    async def facts(c: psycopg.AsyncConnection, args: dict[str, Any], time: facts_read.TimeQuery, question: Any,
+    async def facts(c: psycopg.AsyncConnection, args: dict[str, Any], time: facts_retrieval.TimeQuery, question: Any,
                     at: datetime | None = None) -> m.Envelope:
         return await reads.facts_context(c, args["query"], time=time, k=args["k"],
                                          evidence_per_fact=args["evidence_per_fact"], entity_ids=args.get("entity_ids"),

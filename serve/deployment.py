@@ -15,7 +15,6 @@ import asyncio
 from typing import Any
 
 import numpy as np
-
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 

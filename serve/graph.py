@@ -13,11 +13,10 @@ import json
 from datetime import datetime
 from typing import Any
 
-
 from serve import models as m
 from serve.reads import freshness, now
-from sql import read_queries
-from sql.read_queries import Conn
+from sql.read import read_queries
+from sql.read.read_queries import Conn
 
 
 def _scope(valid_at: datetime | None, believed_at: datetime | None, at: datetime) -> m.TemporalScope:

@@ -10,9 +10,9 @@ from pathlib import PurePosixPath
 import psycopg
 
 from actors.object_store import ObjectStore
-from pipeline.convert import ROUTES
+from pipeline.documents.convert import ROUTES
 from serve import models as m
-from sql import ingest as ingest_sql
+from sql.write import ingest as ingest_sql
 
 
 def ingest(conn: psycopg.Connection, store: ObjectStore, deployment_id: str, body: bytes, *, filename: str,

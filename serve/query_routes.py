@@ -20,9 +20,9 @@ from fastapi import APIRouter, HTTPException, Query, Request
 
 from serve import operations
 from serve import query_models as qm
-from sql import query_catalog as catalog
-from sql import query_manifest, saved_queries
-from sql.query_runner import LIMITS, Caps, QueryRunner
+from sql.query_space import query_catalog as catalog
+from sql.query_space import query_manifest, saved_queries
+from sql.query_space.query_runner import LIMITS, Caps, QueryRunner
 
 RETRIEVAL_CHOICES = (
     ("Ask an assured operation (resolve_entity, facts_context, claims_and_sources_context, combined_context) "

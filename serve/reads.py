@@ -11,11 +11,11 @@ from datetime import datetime, timezone
 from typing import Any
 from uuid import UUID
 
-
-from pipeline import fusion
 from serve import models as m
-from sql import facts_read, read_queries
-from sql.read_queries import Conn
+from serve.retrieval import facts as facts_retrieval
+from serve.retrieval import fusion
+from sql.read import facts_queries, read_queries
+from sql.read.read_queries import Conn
 
 # The seed's caps.
 EVIDENCE_CAP = 60
@@ -30,7 +30,7 @@ def freshness(at: datetime) -> m.Freshness:
     return m.Freshness(pg_live_ts=at)
 
 
-def scope(time: facts_read.TimeQuery, at: datetime) -> m.TemporalScope:
+def scope(time: facts_retrieval.TimeQuery, at: datetime) -> m.TemporalScope:
     if time.mode == "at":
         return m.ScopeAt(at=time.at, evaluated_at=at, believed_at=at)
     if time.mode == "overlap":
@@ -40,15 +40,15 @@ def scope(time: facts_read.TimeQuery, at: datetime) -> m.TemporalScope:
     return m.ScopeCurrent(evaluated_at=at, believed_at=at)
 
 
-def _envelope(grain: str, at: datetime, time: facts_read.TimeQuery | None = None, **fields: Any) -> m.Envelope:
-    return m.Envelope(grain=grain, temporal_scope=scope(time or facts_read.TimeQuery(), at),
+def _envelope(grain: str, at: datetime, time: facts_retrieval.TimeQuery | None = None, **fields: Any) -> m.Envelope:
+    return m.Envelope(grain=grain, temporal_scope=scope(time or facts_retrieval.TimeQuery(), at),
                       freshness=freshness(at), **fields)
 
 
 async def resolve_entity(conn: Conn, name: str, context_entity_ids: list[str] = ()) -> m.Envelope:
     """Every candidate for a name, ranked, with the tier that found it; never a pick."""
     at = now()
-    found = await facts_read.find_entities(conn, name)
+    found = await facts_queries.find_entities(conn, name)
     hits = (await read_queries.context_hits(conn, [c[0] for c in found], list(context_entity_ids))
             if context_entity_ids else {})
     entities = sorted((m.EntityCandidate(entity_id=UUID(eid), canonical_name=canonical, tier=tier,
@@ -67,7 +67,7 @@ def _validity(v: dict[str, Any]) -> m.Validity:
                       invalidated_at=v["invalidated_at"])
 
 
-def fact_result(f: facts_read.FactResult) -> m.FactResult:
+def fact_result(f: facts_retrieval.FactResult) -> m.FactResult:
     contradiction = None
     if f.contradiction:
         c = f.contradiction
@@ -86,13 +86,13 @@ def evidence_result(row: dict[str, Any]) -> m.EvidenceResult:
     return m.EvidenceResult(**row)
 
 
-async def facts_context(conn: Conn, query: str, *, time: facts_read.TimeQuery, k: int = 15,
+async def facts_context(conn: Conn, query: str, *, time: facts_retrieval.TimeQuery, k: int = 15,
                         evidence_per_fact: int = 3, entity_ids: list[str] | None = None, hops: int = 1,
                         predicate: str | None = None, vector: Any = None, at: datetime | None = None) -> m.Envelope:
     """Facts for a question, in a time mode, each with a sample of its evidence per stance and
     the exact totals; every side of a live contradiction; the neighbours a graph expansion added."""
     at = at or now()
-    answer = await facts_read.facts(conn, entity_ids=entity_ids, text=None if entity_ids else query, time=time, k=k,
+    answer = await facts_retrieval.facts(conn, entity_ids=entity_ids, text=None if entity_ids else query, time=time, k=k,
                               now=at, vector=None if entity_ids else vector, hops=hops, predicate=predicate)
     if answer.negative and answer.negative["kind"] == "unknown_entity":
         return _envelope("fact", at, time, negative=m.Negative(kind="unknown_entity",
@@ -121,9 +121,9 @@ async def facts_context(conn: Conn, query: str, *, time: facts_read.TimeQuery, k
 TRANSCRIPT_LIMIT = 40
 
 
-async def _results(conn: Conn, rows: list[tuple], time: facts_read.TimeQuery, at: datetime) -> list[m.FactResult]:
-    found = [f for f in (facts_read.result_from_row(r, time, at) for r in rows) if f is not None]
-    await facts_read.attach_co_members(conn, found)
+async def _results(conn: Conn, rows: list[tuple], time: facts_retrieval.TimeQuery, at: datetime) -> list[m.FactResult]:
+    found = [f for f in (facts_retrieval.result_from_row(r, time, at) for r in rows) if f is not None]
+    await facts_retrieval.attach_co_members(conn, found)
     return [fact_result(f) for f in found]
 
 
@@ -137,7 +137,7 @@ def _cut(items: list, k: int, reason: str) -> tuple[list, m.Truncation | None]:
 async def lookup_relations(conn: Conn, *, subject: str | None, predicate: str | None, obj: str | None,
                            valid_at: datetime | None, k: int) -> m.Envelope:
     at = now()
-    time = facts_read.TimeQuery("at", at=valid_at) if valid_at else facts_read.TimeQuery()
+    time = facts_retrieval.TimeQuery("at", at=valid_at) if valid_at else facts_retrieval.TimeQuery()
     rows = await read_queries.lookup_relations(conn, subject=subject, predicate=predicate, obj=obj,
                                                at=valid_at or at, k=k)
     facts, truncation = _cut(await _results(conn, rows, time, at), k, "lookup_k_limit")
@@ -148,7 +148,7 @@ async def lookup_relations(conn: Conn, *, subject: str | None, predicate: str | 
 async def lookup_observations(conn: Conn, entity_id: str, k: int, vector: Any = None) -> m.Envelope:
     at = now()
     rows = await read_queries.lookup_observations(conn, entity_id, at, k, vector)
-    facts, truncation = _cut(await _results(conn, rows, facts_read.TimeQuery(), at), k, "lookup_k_limit")
+    facts, truncation = _cut(await _results(conn, rows, facts_retrieval.TimeQuery(), at), k, "lookup_k_limit")
     negative = None if facts else m.Negative(kind="known_empty", explanation="no live observation on this entity")
     return _envelope("fact", at, facts=tuple(facts), truncation=truncation, negative=negative)
 
@@ -160,9 +160,9 @@ async def hydrate_relation(conn: Conn, relation_id: str) -> m.Envelope:
     if row is None or row[1] != "relation":
         return _envelope("composite", at, negative=m.Negative(kind="unknown_entity",
                                                              explanation=f"no relation {relation_id}"))
-    [fact] = await _results(conn, [row[:12]], facts_read.TimeQuery("history"), at) or [None]
+    [fact] = await _results(conn, [row[:12]], facts_retrieval.TimeQuery("history"), at) or [None]
     if fact is None:  # a window that began after now: hydration still reports it
-        fact = fact_result(facts_read.result_from_row(row[:12], None, at))
+        fact = fact_result(facts_retrieval.result_from_row(row[:12], None, at))
     claims = await read_queries.all_evidence(conn, relation_id)
     sources = [m.SourceRecord(doc_id=d, title=t, source_kind=k, markdown_uri=uri)
                for d, t, k, uri in await read_queries.sources(conn, sorted({str(c["doc_id"]) for c in claims}))]

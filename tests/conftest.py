@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 import pytest
 
-from pipeline.settings import Settings, load_settings
+from jobs.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from jobs.import_corpus import RunReport
@@ -34,7 +34,7 @@ _FINGERPRINT_TABLES = ("documents", "versions", "chunks", "claims", "claim_occur
 
 @pytest.fixture(scope="session")
 def pg_admin_dsn():
-    from sql import embedded
+    from sql.store import embedded
 
     # Not under pytest's temp folder: a root-run server drops to its own user, which must be able
     # to reach the data folder (pytest's folders are private to root).
@@ -47,7 +47,8 @@ def pg_admin_dsn():
 
 @pytest.fixture(scope="session")
 def template_db(pg_admin_dsn: str) -> str:
-    from sql import embedded, store
+    from sql.store import authority as store
+    from sql.store import embedded
 
     embedded.ensure_database(pg_admin_dsn, "cm_template")
     with psycopg.connect(_dsn_for(pg_admin_dsn, "cm_template")) as conn:
@@ -68,7 +69,7 @@ def _unique_name(prefix: str) -> str:
 @pytest.fixture
 def memory(pg_admin_dsn: str, template_db: str, tmp_path: Path) -> Settings:
     """Settings for a fresh, empty, migrated memory of this test alone."""
-    from sql import embedded
+    from sql.store import embedded
 
     name = _unique_name("cm_test")
     embedded.ensure_database(pg_admin_dsn, name, template=template_db)
@@ -107,7 +108,7 @@ def _import_example(admin_dsn: str, template_db: str, corpus: Path, root: Path, 
     """The example corpus imported (`do_import` with `options`) into a new database, its home and
     object store under `root`: (database, settings, report). A failed import stops the session's
     tests here."""
-    from sql import embedded
+    from sql.store import embedded
     from tests.test_import import do_import
 
     name = _unique_name(prefix)
@@ -132,7 +133,7 @@ def example_import(pg_admin_dsn: str, template_db: str, ray_local, example_corpu
 def _clone_example(admin_dsn: str, source: ExampleImport, name: str, root: Path) -> Settings:
     """A database cloned from the imported example (`CREATE DATABASE ... TEMPLATE`, a file copy),
     with its own copy of the object store, so the clone shares nothing with other tests."""
-    from sql import embedded
+    from sql.store import embedded
 
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         # Ray actors of the import may still hold a connection for a moment after it returned;

@@ -19,7 +19,7 @@ async def _embed(_text: str) -> list[float]:
 
 @pytest.fixture
 def api(memory):
-    from sql import store
+    from sql.store import authority as store
 
     with store.connect(memory.dsn) as conn:
         store.migrate(conn)

@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 
 from serve import admission
 from serve.app import DeploymentInfo, build_app, open_pools
-from sql import reconcile
+from sql.write import reconcile
 from tests.test_facts import write
 from tests.test_import import do_import
 
@@ -42,8 +42,8 @@ DOCS = {
 
 @pytest.fixture(scope="module")
 def scenario_memory(pg_admin_dsn, template_db, ray_local, tmp_path_factory):
-    from pipeline.settings import load_settings
-    from sql import embedded
+    from jobs.settings import load_settings
+    from sql.store import embedded
     from tests.conftest import _dsn_for
 
     root = tmp_path_factory.mktemp("api-scenarios")

@@ -9,8 +9,8 @@ from contextlib import ExitStack
 
 import pytest
 
-from jobs import bench_serve
-from jobs.bench_serve import FLOOR, Measurement, percentile, ratio, run_load, summarize
+from jobs.bench import serve as bench_serve
+from jobs.bench.serve import FLOOR, Measurement, percentile, ratio, run_load, summarize
 
 
 def test_percentile_is_nearest_rank():
@@ -128,7 +128,7 @@ def test_cpu_per_request_counts_what_each_process_spent():
     import subprocess
     import sys
 
-    from jobs import cpu_use
+    from jobs.bench import cpu_use
 
     before = cpu_use.snapshot()
     # a live process that burns 0.4 s of CPU, then waits to be read; and this process, 0.3 s
@@ -151,7 +151,7 @@ def test_cpu_per_request_counts_what_each_process_spent():
 
 
 def test_cpu_components_are_named_from_the_command_line():
-    from jobs import cpu_use
+    from jobs.bench import cpu_use
 
     class Fake:
         def __init__(self, pid: int, cmdline: list[str], name: str = "python") -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.settings import SETTINGS
+from jobs.settings import SETTINGS
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 _HOLD = """
 import sys, time
-from sql import embedded
+from sql.store import embedded
 dsn = embedded.start(sys.argv[1])
 print(dsn, flush=True)
 time.sleep(float(sys.argv[2]))

@@ -10,8 +10,10 @@ import psycopg
 import pytest
 
 from jobs import facts_cli
-from pipeline.settings import Settings
-from sql import facts_read, reconcile
+from jobs.settings import Settings
+from serve.retrieval import facts as facts_retrieval
+from sql.read import facts_queries
+from sql.write import reconcile
 from tests.test_import import do_import, rows
 
 pytestmark = pytest.mark.integration
@@ -29,14 +31,14 @@ def write(folder: Path, files: dict[str, str]) -> Path:
 
 
 def ask(memory: Settings, name: str | None = None, text: str | None = None, *, now: datetime,
-        time: facts_read.TimeQuery = facts_read.TimeQuery()) -> dict[str, facts_read.FactResult]:
-    async def question(conn: facts_read.Conn) -> facts_read.FactsAnswer:
-        ids = [c[0] for c in await facts_read.find_entities(conn, name) if c[2] == "T0"] if name else None
-        return await facts_read.facts(conn, entity_ids=ids, text=text, time=time, now=now, k=100)
-    return {f.label: f for f in facts_read.read(memory.dsn, question).facts}
+        time: facts_retrieval.TimeQuery = facts_retrieval.TimeQuery()) -> dict[str, facts_retrieval.FactResult]:
+    async def question(conn: facts_queries.Conn) -> facts_retrieval.FactsAnswer:
+        ids = [c[0] for c in await facts_queries.find_entities(conn, name) if c[2] == "T0"] if name else None
+        return await facts_retrieval.facts(conn, entity_ids=ids, text=text, time=time, now=now, k=100)
+    return {f.label: f for f in facts_queries.read(memory.dsn, question).facts}
 
 
-def window(f: facts_read.FactResult) -> tuple:
+def window(f: facts_retrieval.FactResult) -> tuple:
     v = f.validity
     return (v["valid_from"] and v["valid_from"].date().isoformat(),
             v["valid_until"] and v["valid_until"].date().isoformat(), v["valid_precision"])
@@ -59,14 +61,14 @@ def test_who_leads_the_billing_migration_now_and_in_march(memory, ray_local, tmp
     assert "Dana leads billing migration" in now and "Ravi leads billing migration" not in now
     assert window(now["Dana leads billing migration"]) == ("2026-06-01", None, "open")
     assert now["Dana leads billing migration"].temporal_match == "confirmed"
-    march = ask(memory, "billing migration", now=august, time=facts_read.TimeQuery("at", at=utc(2026, 3, 1)))
+    march = ask(memory, "billing migration", now=august, time=facts_retrieval.TimeQuery("at", at=utc(2026, 3, 1)))
     assert "Ravi leads billing migration" in march and "Dana leads billing migration" not in march
     assert window(march["Ravi leads billing migration"])[1] == "2026-06-01"
 
     launch = ask(memory, text="launch", now=august)
     assert list(launch) == ["The billing migration launch is scheduled for 2026-10."]
     assert window(launch["The billing migration launch is scheduled for 2026-10."])[0] == "2026-04-20"
-    history = ask(memory, text="launch", now=august, time=facts_read.TimeQuery("history"))
+    history = ask(memory, text="launch", now=august, time=facts_retrieval.TimeQuery("history"))
     june = history["The billing migration launch is scheduled for 2026-06."]
     assert window(june)[1] == "2026-04-20" and june.temporal_match == "possible"
 
@@ -76,7 +78,7 @@ def test_who_leads_the_billing_migration_now_and_in_march(memory, ray_local, tmp
     do_import(memory, tmp_path / "july", modified_at_from="path")
     now = ask(memory, "billing migration", now=august)
     assert "Dana leads billing migration" in now and "Ravi leads billing migration" not in now
-    ever = ask(memory, "billing migration", now=august, time=facts_read.TimeQuery("history"))
+    ever = ask(memory, "billing migration", now=august, time=facts_retrieval.TimeQuery("history"))
     assert ever["Ravi leads billing migration"].evidence_count == 2
     assert window(ever["Ravi leads billing migration"])[1] == "2026-06-01"
     # every change is in the transcript, with the window before and after
@@ -98,17 +100,17 @@ def test_three_clocks_and_the_time_mode_table(memory, ray_local, tmp_path):
     billing, search, oncall = ("Ravi works on billing migration", "Ravi works on search team",
                                "Ravi is the on-call engineer for billing incidents.")
 
-    every = ask(memory, "Ravi", now=evaluated, time=facts_read.TimeQuery("history"))
+    every = ask(memory, "Ravi", now=evaluated, time=facts_retrieval.TimeQuery("history"))
     assert window(every[billing]) == ("2026-01-14", "2026-06-01", "day")
     assert window(every[search]) == ("2026-06-01", None, "open")
     assert window(every[oncall]) == (None, None, "unknown")
 
     table = {
-        facts_read.TimeQuery("current"): {search: "confirmed", oncall: "possible"},
-        facts_read.TimeQuery("at", at=utc(2026, 3, 1)): {billing: "confirmed", oncall: "possible"},
-        facts_read.TimeQuery("overlap", start=utc(2026, 5, 15), end=utc(2026, 6, 15)):
+        facts_retrieval.TimeQuery("current"): {search: "confirmed", oncall: "possible"},
+        facts_retrieval.TimeQuery("at", at=utc(2026, 3, 1)): {billing: "confirmed", oncall: "possible"},
+        facts_retrieval.TimeQuery("overlap", start=utc(2026, 5, 15), end=utc(2026, 6, 15)):
             {billing: "confirmed", search: "confirmed", oncall: "possible"},
-        facts_read.TimeQuery("history"): {billing: "confirmed", search: "confirmed", oncall: "possible"},
+        facts_retrieval.TimeQuery("history"): {billing: "confirmed", search: "confirmed", oncall: "possible"},
     }
     for query, expected in table.items():
         got = ask(memory, "Ravi", now=evaluated, time=query)
@@ -163,7 +165,7 @@ def test_living_removal_retracts_and_deletion_recounts(memory, ray_local, tmp_pa
     spec.write_text("# Billing migration spec\n\nPriya owns data validation.\n", encoding="utf-8")
     report = do_import(memory, spec.parent, living=True, source_kind="notes")
     assert report.facts.superseded_claims == 1 and report.facts.reconcile["retracted"] == 1
-    assert "Ravi owns schema change" not in ask(memory, "Ravi", now=now, time=facts_read.TimeQuery("history"))
+    assert "Ravi owns schema change" not in ask(memory, "Ravi", now=now, time=facts_retrieval.TimeQuery("history"))
     [(invalidated, until, outcome)] = rows(
         memory, "SELECT f.invalidated_at IS NOT NULL, f.valid_until, d.outcome FROM facts f JOIN fact_decisions d"
                 " USING (fact_id) WHERE f.label = 'Ravi owns schema change' AND d.outcome <> 'add'")

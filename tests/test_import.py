@@ -15,8 +15,8 @@ import pytest
 
 from actors.object_store import ObjectStore
 from jobs.import_corpus import ImportOptions, RunReport, run_import
-from pipeline.settings import Settings
-from pipeline.sources import SourceOptions
+from jobs.settings import Settings
+from pipeline.documents.sources import SourceOptions
 
 pytestmark = pytest.mark.integration
 
@@ -56,7 +56,7 @@ def test_example_corpus_lands_whole_with_exact_offsets(example_memory, example_r
     assert dated["2026-06-12-retro.pdf"] == "2026-06-12"
     assert dated["oncall-roster.md"] is None  # no date in the path: nothing is invented
     # every stage of every version succeeded
-    from sql.writes import FACT_STAGES, WORK_STAGES
+    from sql.write.writes import FACT_STAGES, WORK_STAGES
 
     assert rows(memory, "SELECT DISTINCT stage, status FROM stage_work ORDER BY 1") == sorted(
         (stage, "succeeded") for stage in WORK_STAGES + FACT_STAGES)
@@ -298,7 +298,7 @@ def test_object_store_keeps_one_copy_per_content(memory, ray_local, tmp_path):
 
 
 def _write_generated(root: Path, count: int) -> None:
-    from pipeline import synthetic
+    from jobs.bench import synthetic
 
     for doc in synthetic.generate(count, seed=11):
         path = root / doc.path
@@ -332,8 +332,8 @@ def test_a_killed_import_rerun_ends_with_exactly_the_rows_of_an_uninterrupted_on
     import sys
     import time
 
-    from pipeline.settings import load_settings
-    from sql import embedded
+    from jobs.settings import load_settings
+    from sql.store import embedded
     from tests.conftest import _dsn_for
 
     corpus = tmp_path / "corpus"

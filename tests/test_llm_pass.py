@@ -19,8 +19,8 @@ from actors import vllm_extractor as vx
 from actors.extractor import ExtractorConfig, RulesExtractor
 from jobs.extract_llm import LlmPass
 from jobs.import_corpus import ImportOptions, run_import
-from pipeline import llm_io
-from pipeline.sources import SourceOptions
+from pipeline.claims import llm_io
+from pipeline.documents.sources import SourceOptions
 from tests.test_import import rows
 
 pytestmark = pytest.mark.integration

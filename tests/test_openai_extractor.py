@@ -17,8 +17,8 @@ import pydantic
 import pytest
 
 from actors.openai_extractor import OpenAIExtractor, OpenAIExtractorConfig
-from pipeline import llm_io
-from pipeline.extraction import (
+from pipeline.claims import llm_io
+from pipeline.claims.extraction import (
     CallCost,
     ChunkContext,
     ClaimifyResult,

@@ -18,8 +18,8 @@ import pytest
 
 from actors.openai_extractor import OpenAIExtractorConfig
 from actors.openai_normalizer import OpenAINormalizer
-from pipeline import normalize, normalize_llm
-from pipeline.extraction import CallCost
+from pipeline.claims.extraction import CallCost
+from pipeline.facts import normalize, normalize_llm
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "llm"

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from serve.query_models import QueryResult
-from sql import query_manifest
+from sql.query_space import query_manifest
 from tests.test_api import ROOT, remember_python, served  # noqa: F401  (fixtures)
 from tests.test_api_auth import api  # noqa: F401  (fixture)
 

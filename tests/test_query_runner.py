@@ -1,5 +1,5 @@
 """The SQL query space run for real: the example corpus imported once, statements run as the sandbox
-role through `sql.query_runner`, saved queries seeded, revalidated and run.
+role through `sql.query_space.query_runner`, saved queries seeded, revalidated and run.
 
 Every result is checked against the wire model (`serve.query_models.QueryResult`, unknown fields
 refused), so what the runner builds is exactly what `POST /query/sql` answers.
@@ -18,9 +18,11 @@ from hypothesis import strategies as st
 from psycopg import sql as pgsql
 
 from serve.query_models import QueryResult
-from sql import facts_read, query_catalog, query_manifest, saved_queries
-from sql.query_runner import Admission, Caps, QueryRunner, Refused
-from sql.validator import ValidatedStatement
+from serve.retrieval import facts as facts_retrieval
+from sql.query_space import query_catalog, query_manifest, saved_queries
+from sql.query_space.query_runner import Admission, Caps, QueryRunner, Refused
+from sql.query_space.validator import ValidatedStatement
+from sql.read import facts_queries
 from tests.conftest import _clone_example, _unique_name
 
 pytestmark = pytest.mark.integration
@@ -347,7 +349,7 @@ def test_explain_plans_without_running(runner):
 def test_views_agree_with_the_assured_facts_read(corpus, runner, ids):
     result = parsed(runner.run("SELECT fact_id FROM facts_current WHERE subject_entity_id = $1::uuid "
                                "OR object_entity_id = $1::uuid", [ids["dana"]], max_rows=1000))
-    answer = facts_read.read(corpus[0].dsn, lambda c: facts_read.facts(c, entity_ids=[ids["dana"]], k=1000, hops=1))
+    answer = facts_queries.read(corpus[0].dsn, lambda c: facts_retrieval.facts(c, entity_ids=[ids["dana"]], k=1000, hops=1))
     with psycopg.connect(corpus[0].dsn) as conn:
         about = {str(r[0]) for r in conn.execute(
             "SELECT fact_id FROM facts WHERE %s IN (subject_id, object_id, anchor_id)", (ids["dana"],)).fetchall()}

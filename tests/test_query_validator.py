@@ -13,8 +13,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sql import query_catalog, validator, validator_calls, validator_grammar, validator_parse
-from sql.validator import FunctionCall, QueryRejected, statement_hash, validate
+from sql.query_space import (
+    query_catalog,
+    validator,
+    validator_calls,
+    validator_grammar,
+    validator_parse,
+)
+from sql.query_space.validator import (
+    FunctionCall,
+    QueryRejected,
+    statement_hash,
+    validate,
+)
 
 RECURSION = """
 WITH RECURSIVE reach AS (
@@ -139,7 +150,7 @@ def test_valid_statements_pass(sql: str, parameters: list) -> None:
 
 
 def test_shipped_saved_queries_pass() -> None:
-    from sql import saved_queries
+    from sql.query_space import saved_queries
 
     examples = saved_queries.examples()
     assert len(examples) == 18

@@ -16,7 +16,10 @@ import psycopg
 import pytest
 from psycopg import sql as pgsql
 
-from sql import facts_read, query_catalog, query_manifest, reconcile
+from serve.retrieval import facts as facts_retrieval
+from sql.query_space import query_catalog, query_manifest
+from sql.read import facts_queries
+from sql.write import reconcile
 from tests.conftest import _dsn_for
 
 pytestmark = pytest.mark.integration
@@ -131,8 +134,8 @@ def test_facts_current_are_the_assured_reads_current_confirmed_facts(corpus, nam
     dsn = corpus[0]
     entity_id = entity(dsn, name)
     now = datetime.now(UTC)
-    answer = facts_read.read(dsn, lambda c: facts_read.facts(c, entity_ids=[entity_id], k=500, now=now, hops=0,
-                                                            time=facts_read.TimeQuery("current")))
+    answer = facts_queries.read(dsn, lambda c: facts_retrieval.facts(c, entity_ids=[entity_id], k=500, now=now, hops=0,
+                                                            time=facts_retrieval.TimeQuery("current")))
     assured = {(f.fact_id, f.evidence_count) for f in answer.facts if f.temporal_match == "confirmed"}
     with sandbox(dsn) as conn, conn.transaction():
         conn.execute("SELECT set_config('corpusmem.evaluated_at', %s, true)", (now.isoformat(),))
@@ -398,7 +401,7 @@ def column_comment(view: str, column: str) -> str:
 # --- the manifest ----------------------------------------------------------------------------------
 
 def test_manifest_hash_is_data_independent_and_follows_every_input(pg_admin_dsn, template_db):
-    from sql import embedded
+    from sql.store import embedded
 
     first = query_manifest.manifest_hash()
     assert re.fullmatch(r"[0-9a-f]{64}", first)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.settings import SETTINGS, SettingsError, load_settings
+from jobs.settings import SETTINGS, SettingsError, load_settings
 
 
 def test_defaults_apply_when_unset_or_empty():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from sql import store
+from sql.store import authority as store
 
 pytestmark = pytest.mark.integration
 

@@ -12,10 +12,17 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pipeline import windows
-from pipeline.adjudication import (CONFIDENCE_FLOOR, EntityFacts, Fact, Incoming, fact_id_for, group_id_for,
-                                   order_key)
-from pipeline.windows import NONE, Window
+from pipeline.facts.adjudication import (
+    CONFIDENCE_FLOOR,
+    EntityFacts,
+    Fact,
+    Incoming,
+    fact_id_for,
+    group_id_for,
+    order_key,
+)
+from pipeline.time import windows
+from pipeline.time.windows import NONE, Window
 
 RAVI, DANA, BILLING, SEARCH, HACKATHON = "ent-ravi", "ent-dana", "ent-billing", "ent-search", "ent-hackathon"
 NAMES = {RAVI: "Ravi", DANA: "Dana", BILLING: "billing migration", SEARCH: "search team",

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.blocks import split_blocks
-from pipeline.chunk import build_chunks, structure_and_chunk
-from pipeline.convert import convert
-from pipeline.structure import build_sections
+from pipeline.documents.blocks import split_blocks
+from pipeline.documents.chunk import build_chunks, structure_and_chunk
+from pipeline.documents.convert import convert
+from pipeline.documents.structure import build_sections
 
 PARAGRAPH = "Acme Corp hired Jane Doe in 2021, and the team grew by a third that year."  # 73
 

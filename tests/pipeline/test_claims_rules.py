@@ -7,12 +7,20 @@ from datetime import UTC, datetime
 import pytest
 
 from actors.extractor import RulesExtractor
-from pipeline import claims, grounding
-from pipeline.chunk import structure_and_chunk
-from pipeline.claimify_rules import claimify_rules
-from pipeline.extraction import (CallCost, ChunkContext, ClaimifyResult, DraftClaim, Passage,
-                                 SelectionResult, Selected)
-from pipeline.segment import context_passages, document_header
+from pipeline.claims import extract as claims
+from pipeline.claims import grounding
+from pipeline.claims.claimify_rules import claimify_rules
+from pipeline.claims.extraction import (
+    CallCost,
+    ChunkContext,
+    ClaimifyResult,
+    DraftClaim,
+    Passage,
+    Selected,
+    SelectionResult,
+)
+from pipeline.claims.segment import context_passages, document_header
+from pipeline.documents.chunk import structure_and_chunk
 
 TRANSCRIPT = """# Billing stand-up
 
@@ -181,7 +189,7 @@ class _Recorded:
             CallCost("recorded", "m", calls=1, tokens_in=100, tokens_out=20, device_seconds=0.5)]
 
     def claimify(self, chunks, selections):
-        from pipeline.llm_io import parse_claimify
+        from pipeline.claims.llm_io import parse_claimify
 
         return [parse_claimify(ctx, sel, self._text) for ctx, sel in zip(chunks, selections)], []
 

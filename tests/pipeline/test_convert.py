@@ -11,7 +11,7 @@ from markitdown import __version__ as markitdown_version
 from openpyxl import Workbook
 from pptx import Presentation
 
-from pipeline.convert import ConversionError, Converted, NoRoute, convert
+from pipeline.documents.convert import ConversionError, Converted, NoRoute, convert
 
 OOXML = "application/vnd.openxmlformats-officedocument."
 DOCX = OOXML + "wordprocessingml.document"

@@ -11,8 +11,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from pipeline import llm_io
-from pipeline.extraction import (
+from pipeline.claims import llm_io
+from pipeline.claims.extraction import (
     CONTEXT_ORIGINS,
     DROP_REASONS,
     PRECISIONS,

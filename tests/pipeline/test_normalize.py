@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import names, normalize, normalize_score, vocabulary
+from jobs.bench import normalize_score
+from pipeline.facts import names, normalize, vocabulary
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "normalize"
 SAID = datetime(2026, 6, 12, 14, tzinfo=timezone.utc)

@@ -13,8 +13,8 @@ import jsonschema
 import pytest
 
 from actors import vllm_normalizer
-from pipeline import normalize, normalize_llm, vocabulary
-from pipeline.normalize import Assertion
+from pipeline.facts import normalize, normalize_llm, vocabulary
+from pipeline.facts.normalize import Assertion
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "llm"

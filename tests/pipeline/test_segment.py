@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.chunk import structure_and_chunk
-from pipeline.extraction import Passage
-from pipeline.segment import context_passages, document_header, split_passages
+from pipeline.claims.extraction import Passage
+from pipeline.claims.segment import context_passages, document_header, split_passages
+from pipeline.documents.chunk import structure_and_chunk
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "team"
 

@@ -6,12 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.chunk import structure_and_chunk
-from pipeline.convert import convert
-from pipeline.extraction import DROP_REASONS, SELECTION_OUTCOMES, ChunkContext, Passage
-from pipeline.mime import mime_for
-from pipeline.segment import context_passages, document_header, split_passages
-from pipeline.selection_rules import DROP_CUES, RULE_ORDER, plain, select_rules
+from pipeline.claims.extraction import (
+    DROP_REASONS,
+    SELECTION_OUTCOMES,
+    ChunkContext,
+    Passage,
+)
+from pipeline.claims.segment import context_passages, document_header, split_passages
+from pipeline.claims.selection_rules import DROP_CUES, RULE_ORDER, plain, select_rules
+from pipeline.documents.chunk import structure_and_chunk
+from pipeline.documents.convert import convert
+from pipeline.documents.mime import mime_for
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "team"
 

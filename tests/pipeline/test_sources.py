@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
-from pipeline import records, sources
-from pipeline.mime import mime_for
-from pipeline.settings import load_settings
-from pipeline.sources import (
+from jobs.settings import load_settings
+from pipeline import records
+from pipeline.documents import sources
+from pipeline.documents.mime import mime_for
+from pipeline.documents.sources import (
     SourceOptions,
     expand_archive,
     is_archive,

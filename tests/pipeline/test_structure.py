@@ -7,9 +7,9 @@ import io
 import pytest
 from docx import Document
 
-from pipeline.blocks import Block, split_blocks
-from pipeline.convert import convert
-from pipeline.structure import build_sections, heading_role
+from pipeline.documents.blocks import Block, split_blocks
+from pipeline.documents.convert import convert
+from pipeline.documents.structure import build_sections, heading_role
 
 DOC = """Acme Corp annual report, prepared for the board.
 

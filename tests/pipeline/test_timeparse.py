@@ -9,8 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.extraction import PRECISIONS, VALID_KINDS
-from pipeline.timeparse import Replacement, TimeReading, apply_replacements, read_time
+from pipeline.claims.extraction import PRECISIONS, VALID_KINDS
+from pipeline.time.timeparse import (
+    Replacement,
+    TimeReading,
+    apply_replacements,
+    read_time,
+)
 
 WED = datetime(2026, 3, 4, 15, 0, tzinfo=UTC)       # the spec's transcript date, a Wednesday
 KICKOFF = datetime(2026, 1, 15, 10, 0, tzinfo=UTC)  # the spec's kickoff notes

@@ -11,8 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline import windows
-from pipeline.windows import NONE, Window, better, for_assertion, from_claim, said_on, temporal_match
+from pipeline.time import windows
+from pipeline.time.windows import (
+    NONE,
+    Window,
+    better,
+    for_assertion,
+    from_claim,
+    said_on,
+    temporal_match,
+)
 
 KICKOFF = datetime(2026, 1, 15, 10, 0, tzinfo=UTC)  # the spec's kickoff notes
 RETRO = datetime(2026, 6, 12, 14, 0, tzinfo=UTC)    # the spec's retro notes

@@ -1,0 +1,1 @@
+"""Benchmarks, each against a baseline measured in the same run, and their data generators."""

@@ -1,0 +1,437 @@
+"""`corpusmem bench serve`: read-API latency under 1 and 8 clients against a bare pgvector floor.
+
+A generated memory of at least `--claims` claims (dated notes about a recurring cast, so entities
+hold facts, plus longer team documents) is imported once; with `--keep DIR` a later run finds it
+and skips the import. `corpusmem serve` is then started on it as a child process, and each read
+operation is timed over HTTP with queries drawn from the memory's own entity names and claim texts.
+In the same run a bare nearest-neighbour query over the same claim vectors, through psycopg with
+no API in between, gives the floor that the API's latency is compared with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jobs import runtime
+from jobs.bench import cpu_use, synthetic
+
+OPERATIONS = ("facts_context", "claims_and_sources_context", "resolve_entity")
+FLOOR = "bare_pgvector"
+CLIENTS = (1, 8)
+# the issue's target: facts_context p95 at 8 clients within this multiple of the floor's p95
+TARGET_RATIO = 5.0
+
+# Claims per generated document, as measured by `bench facts` and `bench import` on these
+# generators (90,127 claims from 20,000 notes; 31,288 from 2,000 documents). They only size the
+# corpus: the memory is checked against the target after the import.
+_CLAIMS_PER_NOTE = 4.5
+_CLAIMS_PER_DOC = 15.6
+# Most claims come from the notes, whose cast recurs across documents and so gives entities with
+# many facts (what facts_context and resolve_entity work on); the rest from longer documents.
+_NOTES_SHARE = 0.85
+_MARGIN = 1.08
+
+_GENERATION_FILE = "generation.json"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `bench serve` (the `what` positional and `--keep`/`--json` are shared)."""
+    parser.add_argument("--claims", type=int, default=100_000,
+                        help="serve: claims the generated memory holds at least (default 100000)")
+    parser.add_argument("--requests", type=int, default=200,
+                        help="serve: requests per operation and client count (default 200)")
+    parser.add_argument("--clients", type=int, default=8,
+                        help="serve: concurrent clients of the loaded run, beside 1 (default 8)")
+    parser.add_argument("--seed", type=int, default=5, help="serve: seed of the query draw (default 5)")
+
+
+def corpus_sizes(claims: int) -> tuple[int, int]:
+    """Generated notes and documents expected to give at least `claims` claims."""
+    notes = math.ceil(claims * _MARGIN * _NOTES_SHARE / _CLAIMS_PER_NOTE)
+    docs = math.ceil(claims * _MARGIN * (1 - _NOTES_SHARE) / _CLAIMS_PER_DOC)
+    return notes, docs
+
+
+# --- the memory ---------------------------------------------------------------------------------
+
+def _dsn(home: Path) -> str:
+    from sql.store import embedded
+
+    return embedded.start((home / "pg").resolve())
+
+
+def memory_claims(home: Path) -> int | None:
+    """Claims in the memory under `home` if its last import succeeded, else None."""
+    if not (home / "pg").exists():
+        return None
+    from sql.read import bench_queries
+    from sql.store import authority as store
+
+    with store.connect(_dsn(home)) as conn:
+        return bench_queries.claims_if_imported(conn)
+
+
+def ensure_memory(work: Path, claims: int) -> dict[str, Any]:
+    """A memory of at least `claims` claims under `work/home`: found, or generated and imported.
+
+    Returns what the generation cost (read back from `work/generation.json` when reused)."""
+    from jobs.bench import imports as bench
+
+    home, record = work / "home", work / _GENERATION_FILE
+    found = memory_claims(home)
+    if found is not None and found >= claims:
+        print(f"reusing the memory in {home}: {found} claims (target {claims})", file=sys.stderr, flush=True)
+        earlier = json.loads(record.read_text()) if record.exists() else {"generation_seconds": None}
+        return {**earlier, "claims": found, "reused": True}
+    if home.exists():
+        raise SystemExit(f"corpusmem bench serve: {home} holds a memory with {found} claims, short of {claims} "
+                         "or from an unfinished import; remove it or pick another --keep folder")
+    notes, docs = corpus_sizes(claims)
+    corpus = work / f"corpus-{notes}-{docs}"
+    started = time.perf_counter()
+    if not corpus.exists():
+        print(f"generating {notes} notes and {docs} documents in {corpus}", file=sys.stderr, flush=True)
+        bench.write_corpus(corpus / "notes", notes, synthetic.generate_facts)
+        bench.write_corpus(corpus / "docs", docs, synthetic.generate)
+    written = time.perf_counter() - started
+    print(f"importing {notes + docs} documents into {home} (progress below)", file=sys.stderr, flush=True)
+    env = {k: v for k, v in os.environ.items() if k != "CORPUSMEM_DSN"}
+    env.update(CORPUSMEM_HOME=str(home), CORPUSMEM_OBJECT_STORE="")
+    imported = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "jobs.import_corpus", str(corpus), "--modified-at-from", "path"],
+                   env=env, cwd=runtime.PROJECT_ROOT, check=True, stdout=sys.stderr)
+    found = memory_claims(home) or 0
+    result = {"notes": notes, "documents": docs, "claims": found, "write_seconds": round(written, 1),
+              "import_seconds": round(time.perf_counter() - imported, 1),
+              "generation_seconds": round(time.perf_counter() - started, 1), "reused": False}
+    record.write_text(json.dumps(result, indent=2))
+    if found < claims:
+        raise SystemExit(f"corpusmem bench serve: the import gave {found} claims, short of {claims}")
+    return result
+
+
+def _memory_figures(dsn: str) -> dict[str, int]:
+    from sql.read import bench_queries
+    from sql.store import authority as store
+
+    with store.connect(dsn) as conn:
+        return bench_queries.memory_figures(conn)
+
+
+@dataclass(frozen=True)
+class Queries:
+    """What the clients ask, drawn from the memory itself with a fixed seed."""
+
+    names: list[str]           # entity names, for resolve_entity
+    claim_texts: list[str]     # claim texts, for facts_context and claims_and_sources_context
+    claim_vectors: list[Any]   # the stored vectors of those claim texts, for the floor
+
+
+def draw_queries(dsn: str, count: int, seed: int) -> Queries:
+    """`count` entity names and `count` claims with their vectors, in a seeded order of their ids
+    (the same memory and seed give the same queries)."""
+    from pgvector.psycopg import register_vector
+
+    from sql.read import bench_queries
+    from sql.store import authority as store
+
+    with store.connect(dsn) as conn:
+        register_vector(conn)
+        names, claims = bench_queries.seeded_questions(conn, count, seed)
+    if not names or not claims:
+        raise SystemExit("corpusmem bench serve: the memory has no entities or no embedded claims to ask about")
+    return Queries(names=_cycle(names, count), claim_texts=_cycle([c[0] for c in claims], count),
+                   claim_vectors=_cycle([c[1] for c in claims], count))
+
+
+def _cycle(items: list[Any], count: int) -> list[Any]:
+    return [items[i % len(items)] for i in range(count)]
+
+
+def operation_bodies(name: str, queries: Queries) -> list[dict[str, Any]]:
+    """Request bodies of one operation, as the remember client sends them."""
+    if name == "resolve_entity":
+        return [{"name": n} for n in queries.names]
+    if name == "facts_context":
+        return [{"query": q, "time": {"mode": "current"}, "hops": 1} for q in queries.claim_texts]
+    if name == "claims_and_sources_context":
+        return [{"query": q} for q in queries.claim_texts]
+    raise ValueError(f"no benchmark for operation {name!r}; one of {', '.join(OPERATIONS)}")
+
+
+# --- timing -------------------------------------------------------------------------------------
+
+@dataclass
+class Measurement:
+    """Per-request latencies (seconds) of one operation at one client count."""
+
+    name: str
+    clients: int
+    latencies: list[float] = field(default_factory=list)   # every request, failed ones included
+    errors: list[str] = field(default_factory=list)         # one line per failed request
+    wall_seconds: float = 0.0
+    load_before: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    load_after: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    cpu_ms_per_request: dict[str, float] = field(default_factory=dict)   # by component, see jobs.cpu_use
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """Nearest-rank percentile: the smallest value with at least p% of the values at or below it."""
+    if not values:
+        return math.nan
+    if not 0 < p <= 100:
+        raise ValueError(f"percentile {p} is not in (0, 100]")
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+def summarize(m: Measurement) -> dict[str, Any]:
+    """The figures of one measurement. Percentiles are over every request, failed ones included,
+    so a fast error cannot make a run look quick without also showing in `errors`."""
+    n = len(m.latencies)
+    return {"operation": m.name, "clients": m.clients, "requests": n, "errors": len(m.errors),
+            "error_samples": sorted(set(m.errors))[:3],
+            "p50_ms": round(1000 * percentile(m.latencies, 50), 2),
+            "p95_ms": round(1000 * percentile(m.latencies, 95), 2),
+            "p99_ms": round(1000 * percentile(m.latencies, 99), 2),
+            "requests_per_s": round(n / m.wall_seconds, 1) if m.wall_seconds > 0 else math.nan,
+            "load_before": [round(x, 2) for x in m.load_before], "load_after": [round(x, 2) for x in m.load_after],
+            "cpu_ms_per_request": m.cpu_ms_per_request}
+
+
+def ratio(rows: list[dict[str, Any]], clients: int, operation: str = "facts_context") -> float:
+    """`operation`'s p95 over the floor's p95 at `clients` clients."""
+    def p95(name: str) -> float:
+        for row in rows:
+            if row["operation"] == name and row["clients"] == clients:
+                return row["p95_ms"]
+        raise KeyError(f"no measurement of {name} at {clients} clients")
+
+    return p95(operation) / p95(FLOOR)
+
+
+# A client is opened once per simulated user (its own connection, closed with the stack) and then
+# called once per request; it returns None on success or a one-line reason for the failure.
+Client = Callable[[Any], str | None]
+ClientFactory = Callable[[ExitStack], Client]
+
+
+def run_load(name: str, open_client: ClientFactory, requests: Sequence[Any], clients: int) -> Measurement:
+    """Send `requests` from `clients` threads at once, each request timed on its own."""
+    m = Measurement(name=name, clients=clients)
+    lock, cursor = threading.Lock(), iter(range(len(requests)))
+    ready = threading.Barrier(clients + 1)
+
+    def work(call: Client) -> None:
+        ready.wait()
+        while True:
+            with lock:
+                i = next(cursor, None)
+            if i is None:
+                return
+            started = time.perf_counter()
+            try:
+                failure = call(requests[i])
+            except Exception as err:  # a refused connection or a timeout is a failed request, not a crash
+                failure = f"{type(err).__name__}: {err}"[:200]
+            elapsed = time.perf_counter() - started
+            with lock:
+                m.latencies.append(elapsed)
+                if failure is not None:
+                    m.errors.append(failure)
+
+    with ExitStack() as stack, ThreadPoolExecutor(clients) as pool:
+        # connections are opened before the clock starts, as a real client keeps its own open
+        done = [pool.submit(work, open_client(stack)) for _ in range(clients)]
+        # read while every client's connection is open: a database session closed before the
+        # second reading would take its CPU time with it
+        cpu_before = cpu_use.snapshot()
+        ready.wait()
+        m.load_before = os.getloadavg()
+        started = time.perf_counter()
+        for future in done:
+            future.result()
+        m.wall_seconds = time.perf_counter() - started
+        m.cpu_ms_per_request = cpu_use.per_request_ms(cpu_before, cpu_use.snapshot(), len(requests))
+    m.load_after = os.getloadavg()
+    return m
+
+
+def http_client(url: str, operation: str) -> ClientFactory:
+    def open_client(stack: ExitStack) -> Client:
+        import httpx
+
+        session = stack.enter_context(httpx.Client(base_url=url, timeout=120))
+
+        def call(body: dict[str, Any]) -> str | None:
+            response = session.post(f"/operations/{operation}", json=body)
+            return None if response.status_code == 200 else f"HTTP {response.status_code}: {response.text[:150]}"
+        return call
+    return open_client
+
+
+def bare_client(dsn: str) -> ClientFactory:
+    def open_client(stack: ExitStack) -> Client:
+        import psycopg
+        from pgvector.psycopg import register_vector
+
+        from sql.read import bench_queries
+
+        conn = stack.enter_context(psycopg.connect(dsn, autocommit=True))
+        register_vector(conn)
+
+        def call(vector: Any) -> str | None:
+            return None if conn.execute(bench_queries.BARE_NEAREST_CLAIMS, (vector,)).fetchall() else "no rows"
+        return call
+    return open_client
+
+
+# --- the server ---------------------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(home: Path, log: Path, timeout: float = 600) -> tuple[subprocess.Popen, str]:
+    """`corpusmem serve` on the memory under `home`, on a free port; waits for `/healthz`."""
+    import httpx
+
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k != "CORPUSMEM_DSN" and not k.startswith("RAY_")}
+    env.update(CORPUSMEM_HOME=str(home), CORPUSMEM_OBJECT_STORE="")
+    with open(log, "w") as out:
+        server = subprocess.Popen([sys.executable, "-m", "jobs.cli", "serve", "--port", str(port)],
+                                  cwd=runtime.PROJECT_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+    url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=5).status_code == 200:
+                return server, url
+        except httpx.HTTPError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            stop_server(server)
+            raise SystemExit(f"corpusmem serve did not come up; its log ({log}) ends:\n{log.read_text()[-3000:]}")
+        time.sleep(1)
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    if server.poll() is not None:
+        return
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
+# --- the benchmark ------------------------------------------------------------------------------
+
+_WARM_UP = 10
+
+
+def bench(args: argparse.Namespace) -> dict[str, Any]:
+    import tempfile
+
+    if args.claims < 1 or args.requests < 1 or args.clients < 2:
+        raise SystemExit("corpusmem bench serve: --claims and --requests must be at least 1, --clients at least 2")
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="corpusmem-bench-serve-"))
+    work.mkdir(parents=True, exist_ok=True)
+    generation = ensure_memory(work, args.claims)
+    home = work / "home"
+    dsn = _dsn(home)
+    settings = runtime.settings()
+    results: dict[str, Any] = {
+        "memory": {**_memory_figures(dsn), "generation": generation},
+        "machine": {"cpus": os.cpu_count(), "load_at_start": [round(x, 2) for x in os.getloadavg()]},
+        "serve": {"replicas": settings.serve_replicas, "pool_retrieval": settings.pool_retrieval},
+        "requests": args.requests, "seed": args.seed, "runs": []}
+    queries = draw_queries(dsn, args.requests, args.seed)
+    print(f"starting corpusmem serve on {home}", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    server, url = start_server(home, work / "serve.log")
+    results["serve"]["start_seconds"] = round(time.perf_counter() - started, 1)
+    try:
+        targets: dict[str, tuple[ClientFactory, list[Any]]] = {
+            FLOOR: (bare_client(dsn), queries.claim_vectors)}
+        for name in OPERATIONS:
+            targets[name] = (http_client(url, name), operation_bodies(name, queries))
+        for name, (open_client, requests) in targets.items():
+            warm = run_load(name, open_client, requests[:_WARM_UP], 1)
+            if warm.errors:
+                raise SystemExit(f"corpusmem bench serve: {name} fails before any load: {warm.errors[0]}")
+        # each client count measures the floor and every operation in turn, so a change in the
+        # machine's background load falls on all of them alike
+        for clients in (1, args.clients):
+            for name, (open_client, requests) in targets.items():
+                print(f"{name}: {len(requests)} requests from {clients} client(s)", file=sys.stderr, flush=True)
+                results["runs"].append(summarize(run_load(name, open_client, requests, clients)))
+    finally:
+        stop_server(server)
+    results["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    results["ratio_facts_context_p95_over_floor_p95"] = round(ratio(results["runs"], args.clients), 2)
+    results["target_ratio"] = TARGET_RATIO
+    results["clients"] = args.clients
+    return results
+
+
+def render(results: dict[str, Any]) -> str:
+    mem, gen = results["memory"], results["memory"]["generation"]
+    machine, served = results["machine"], results["serve"]
+    made = "generated earlier" if gen.get("reused") else "generated"
+    if gen.get("generation_seconds") is not None:
+        made += (f" in {gen['generation_seconds']:.0f} s ({gen['notes']} notes + {gen['documents']} documents; "
+                 f"import {gen['import_seconds']:.0f} s)")
+    lines = [
+        (f"memory: {mem['documents']} documents, {mem['claims']} claims, {mem['entities']} entities, "
+         f"{mem['facts']} facts; {made}"),
+        *([f"memory note: {gen['interrupted']}"] if gen.get("interrupted") else []),
+        (f"machine: {machine['cpus']} CPUs, load average (1/5/15 min) {_load(machine['load_at_start'])} at start, "
+         f"{_load(machine['load_at_end'])} at end"),
+        (f"serve: {served['replicas']} replica(s), retrieval pool {served['pool_retrieval']}, "
+         f"up in {served['start_seconds']:.0f} s"),
+        ""]
+    header = (f"{'operation':<28} {'clients':>7} {'requests':>8} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8} "
+              f"{'p99 ms':>8} {'req/s':>7}  load 1m before→after")
+    lines += [header, "-" * len(header)]
+    for r in results["runs"]:
+        lines.append(f"{r['operation']:<28} {r['clients']:>7} {r['requests']:>8} {r['errors']:>6} {r['p50_ms']:>8.1f} "
+                     f"{r['p95_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['requests_per_s']:>7.1f}  "
+                     f"{r['load_before'][0]:.2f}→{r['load_after'][0]:.2f}")
+        lines += [f"    error: {e}" for e in r["error_samples"]]
+    lines += ["", "CPU per request (ms, every process on the machine; ceiling = CPUs × 1000 / total):"]
+    for r in results["runs"]:
+        cpu = r.get("cpu_ms_per_request")
+        if cpu:
+            parts = ", ".join(f"{name} {ms:.1f}" for name, ms in cpu.items() if name != "total")
+            ceiling = machine["cpus"] * 1000 / cpu["total"] if cpu["total"] else float("inf")
+            lines.append(f"  {r['operation']:<28} {r['clients']:>2} clients: total {cpu['total']:.1f} "
+                         f"(ceiling {ceiling:.0f} req/s): {parts}")
+    ratio_, target = results["ratio_facts_context_p95_over_floor_p95"], results["target_ratio"]
+    errors = sum(r["errors"] for r in results["runs"])
+    lines += ["", (f"facts_context p95 / bare pgvector p95 at {results['clients']} clients: {ratio_:.2f} "
+                   f"(target ≤ {target:.0f}: {'met' if ratio_ <= target else 'NOT met'}); errors: {errors}")]
+    return "\n".join(lines)
+
+
+def _load(values: Sequence[float]) -> str:
+    return "/".join(f"{v:.2f}" for v in values)

@@ -1,0 +1,1 @@
+"""Claims: segmentation, Selection, Claimify, the grounding gate, LLM prompts and answers."""

@@ -1,0 +1,157 @@
+"""Claimify by rule, for the deterministic `rules` extractor.
+
+What it does, per statement Selection kept:
+- attribution: a conversation turn becomes "<Speaker> said that <statement>", with first-person
+  words ("I", "me", "my", "we" when the speaker is the only candidate) replaced by the speaker;
+  a named holder's stance ("Dana thinks ...") is kept as said and marked attributed;
+- pronouns: a sentence-initial "He"/"She" is replaced by the one person named in the passage
+  before it; with no such person, or two, the statement is omitted, never guessed;
+  a statement that opens on "It", "This", "That" or "They" is omitted for the same reason;
+- relative dates are resolved against the turn's own time, else the document date, and written
+  into the text as ISO dates; the original words stay in `source_span`;
+- statements joined by ";" are split into separate claims.
+What it does not do: partial references ("the cutover" → "the billing migration cutover"),
+ellipsis, or anything that needs reading beyond the previous passage; such statements are kept
+as written when they stand alone by the rules above.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pipeline.claims.extraction import (
+    AddedContext,
+    ChunkContext,
+    ClaimifyResult,
+    DraftClaim,
+    Omitted,
+    Passage,
+    SelectionResult,
+)
+from pipeline.time import timeparse
+
+_FIRST_PERSON = re.compile(r"\b(I|me|myself)\b")
+_FIRST_PERSON_POSSESSIVE = re.compile(r"\b(my|My)\b")
+_OPENING_PRONOUN = re.compile(r"^(He|She)\b")
+_UNRESOLVABLE_OPENING = re.compile(r"^(It|This|That|They|These|Those|We)\b(?!\s+(?:is|are)\s+\d)")
+_HOLDER_STANCE = re.compile(r"^[A-Z][a-z]+(?: [A-Z][a-z]+)? (?:thinks|believes|feels|says|said|argues|"
+                            r"expects|worries|prefers|suggested|suggests)\b")
+_PERSON = re.compile(r"\b([A-Z][a-z]{2,})\b")
+_MARKUP = re.compile(r"\*\*|__|`")
+_SPACES = re.compile(r"\s+")
+# Capitalised words that open sentences or name months and days, never people.
+_NOT_PEOPLE = frozenset("""The A An This That These Those It He She They We I Our Your Their His Her
+In On At By For From To Of And But Or If When While After Before Since Until During Launch
+January February March April May June July August September October November December
+Monday Tuesday Wednesday Thursday Friday Saturday Sunday Q1 Q2 Q3 Q4""".split())
+
+
+def _clean(text: str) -> str:
+    return _SPACES.sub(" ", _MARKUP.sub("", text)).strip()
+
+
+def _people(text: str) -> list[str]:
+    found = []
+    for name in _PERSON.findall(text):
+        if name not in _NOT_PEOPLE and name not in found:
+            found.append(name)
+    return found
+
+
+def _lower_first(text: str) -> str:
+    """Lower-case the opening word unless it is a name (it now follows "X said that")."""
+    first = text.split(" ", 1)[0]
+    if not first or first in _people(first) or first.isupper():
+        return text
+    return first[0].lower() + text[1:]
+
+
+def _previous(ctx: ChunkContext, passage: Passage) -> Passage | None:
+    before = [p for p in ctx.passages if p.char_end <= passage.char_start]
+    return before[-1] if before else None
+
+
+def _cells(text: str) -> list[str]:
+    return [c.strip() for c in text.strip().strip("|").split("|")]
+
+
+def _table_row(ctx: ChunkContext, passage: Passage) -> str | None:
+    """A table row as "Header: cell, Header: cell." using the table's header row, which sits in
+    the passages just before it; None when the header is not in view or does not fit."""
+    rows = [p for p in ctx.passages if p.char_end <= passage.char_start]
+    header = None
+    while rows and rows[-1].text.lstrip().startswith("|"):
+        header = rows.pop()
+    if header is None:
+        return None
+    names, cells = _cells(header.text), _cells(passage.text)
+    if len(names) != len(cells) or not any(cells):
+        return None
+    return ", ".join(f"{_clean(n)}: {_clean(c)}" for n, c in zip(names, cells) if c) + "."
+
+
+def claimify_passage(ctx: ChunkContext, passage: Passage) -> tuple[list[DraftClaim], Omitted | None]:
+    if passage.text.lstrip().startswith("|"):
+        row = _table_row(ctx, passage)
+        if row is None:
+            return [], Omitted(passage.label, "a table row without its header row in view cannot stand alone")
+        return [_dated(ctx, passage, row, [], False)], None
+    text = _clean(passage.text)
+    added: list[AddedContext] = []
+    attributed = False
+
+    if passage.speaker:
+        if _UNRESOLVABLE_OPENING.match(text) and not text.startswith("We"):
+            return [], Omitted(passage.label, f"unresolved reference: {text.split()[0]!r}")
+        text = _FIRST_PERSON.sub(passage.speaker, text)
+        text = _FIRST_PERSON_POSSESSIVE.sub(f"{passage.speaker}'s", text)
+        if text.startswith("We "):
+            return [], Omitted(passage.label, "unresolved reference: 'We' (who besides the speaker?)")
+        text = f"{passage.speaker} said that {_lower_first(text)}"
+        added.append(AddedContext(passage.speaker, "speaker", passage.label))
+        attributed = True
+    else:
+        pronoun = _OPENING_PRONOUN.match(text)
+        if pronoun:
+            prior = _previous(ctx, passage)
+            candidates = _people(prior.text) if prior else []
+            if len(candidates) != 1:
+                return [], Omitted(passage.label, f"unresolved pronoun {pronoun.group(1)!r}")
+            text = candidates[0] + text[pronoun.end():]
+            added.append(AddedContext(candidates[0], "target" if prior.in_target else "neighbour", prior.label))
+        elif _UNRESOLVABLE_OPENING.match(text):
+            return [], Omitted(passage.label, f"unresolved reference: {text.split()[0]!r}")
+        attributed = bool(_HOLDER_STANCE.match(text))
+
+    drafts = [_dated(ctx, passage, part if part.endswith((".", "!", "?")) else part + ".", added, attributed)
+              for part in (p.strip() for p in text.split(";")) if part]
+    return drafts, None
+
+
+def _dated(ctx: ChunkContext, passage: Passage, text: str, added: list[AddedContext],
+           attributed: bool) -> DraftClaim:
+    """The draft of one statement, its relative dates resolved and its world time read."""
+    reading = timeparse.read_time(text, passage.turn_time or ctx.asserted_at)
+    claim_text = timeparse.apply_replacements(text, reading.replacements)
+    context = list(added) + [AddedContext(r.resolved, "date_resolution", passage.label)
+                             for r in reading.replacements]
+    return DraftClaim(
+        claim_text=claim_text[0].upper() + claim_text[1:], cited=(passage.label,),
+        is_attributed=attributed, valid_from=reading.valid_from, valid_until=reading.valid_until,
+        precision=reading.precision, kind=reading.kind,
+        resolved_dates=tuple(d for r in reading.replacements for d in r.iso_dates),
+        added_context=tuple(context))
+
+
+def claimify_rules(ctx: ChunkContext, selection: SelectionResult) -> ClaimifyResult:
+    kept = {s.label for s in selection.statements if s.outcome in ("keep", "keep_flagged")}
+    drafts: list[DraftClaim] = []
+    omitted: list[Omitted] = []
+    for passage in ctx.target:
+        if passage.label not in kept:
+            continue
+        made, why = claimify_passage(ctx, passage)
+        drafts.extend(made)
+        if why:
+            omitted.append(why)
+    return ClaimifyResult(tuple(drafts), tuple(omitted))

@@ -1,0 +1,428 @@
+"""Statements of a chunk as labelled passages, each tied to exact characters of document.md.
+
+A passage is what Selection judges and Claimify cites: one sentence of a paragraph, list item or
+conversation turn, or one table row. Headings, rules, HTML comments (slide markers), code and
+front matter state nothing and give no passages. Offsets are absolute, so for every passage
+`markdown[p.char_start:p.char_end] == p.text`; a span starts after a list marker, a task box, a
+quote marker or a speaker prefix, and never ends in whitespace.
+
+Conversation turns (the ingest-conversations layout, `[t2 | 2026-09-17T09:31:10Z] Ravi: text`,
+and the looser `[t2] Ravi:`, `Ravi:`, `**Ravi:**`, `**Ravi**:`) give passages that carry the
+speaker, the turn id and the turn's own UTC time; the span is the sentence only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from pipeline.claims.extraction import Passage
+from pipeline.documents.blocks import front_matter_close
+
+# Tokens that end in a dot without ending a sentence (compared lower-cased, dot included).
+ABBREVIATIONS = frozenset({
+    "e.g.", "i.e.", "mr.", "mrs.", "ms.", "dr.", "prof.", "st.", "vs.", "etc.", "inc.", "ltd.",
+    "co.", "corp.", "jr.", "sr.", "cf.", "al.", "approx.", "dept.", "est.", "gov.", "univ.",
+})
+# Abbreviations that are a sentence's last word as often as not ("the plan for Q1.", "the answer
+# is no."), so they only hold a sentence together before a number: "No. 5", "Q1. 2026", "Jan. 5".
+NUMBER_ABBREVIATIONS = frozenset({
+    "no.", "nos.", "vol.", "p.", "pp.", "fig.", "sec.", "art.", "ch.", "q1.", "q2.", "q3.", "q4.",
+    "jan.", "feb.", "mar.", "apr.", "jun.", "jul.", "aug.", "sep.", "sept.", "oct.", "nov.", "dec.",
+})
+
+# `Label:` at a line start that names a field, not a person, so the line is no conversation turn.
+NON_SPEAKER_LABELS = (
+    "note", "notes", "nb", "decision", "decisions", "participants", "attendees", "present",
+    "absent", "apologies", "action", "actions", "action item", "action items", "owner", "owners",
+    "date", "time", "when", "where", "location", "venue", "agenda", "summary", "status", "update",
+    "updates", "next steps", "next step", "todo", "to do", "question", "questions", "answer",
+    "warning", "caution", "important", "tip", "example", "source", "sources", "subject", "from",
+    "to", "cc", "bcc", "re", "title", "author", "authors", "version", "outcome", "outcomes",
+    "result", "results", "risk", "risks", "blocker", "blockers", "goal", "goals", "deadline",
+    "due", "priority", "context", "background", "topic", "topics", "reason", "conclusion",
+    "objective", "objectives", "scope", "meeting", "follow-up", "follow up", "follow-ups",
+    "minutes", "chair", "facilitator", "scribe", "note taker", "recap", "highlights", "issue",
+    "issues", "fix", "problem", "solution", "purpose", "overview", "description", "details",
+)
+# A month or weekday before a colon opens a timeline entry ("June: the database moves").
+CALENDAR_WORDS = frozenset({
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december", "monday", "tuesday", "wednesday", "thursday", "friday",
+    "saturday", "sunday", "today", "tomorrow", "yesterday",
+})
+# Header lines that name who took part and when: permitted context, and each its own passage.
+HEADER_LABELS = ("participants", "attendees", "present", "date")
+
+# A line that looks like a heading but is not one in Markdown terms (PDF and plain-text
+# conversions lose heading marks) is at most this many words and ends without punctuation.
+PSEUDO_HEADING_WORDS = 6
+# A document's first line, a fully emphasised line, or a line introducing a list, may be longer.
+TITLE_LINE_WORDS = 12
+# How far `document_header` looks for the first heading and the header lines.
+HEADER_SCAN_LINES = 12
+HEADER_SCAN_CHARS = 8000
+
+_LINE_END = re.compile(r"\r\n?|\n")
+_PREFIX = re.compile(r"[ \t]*(?:>[ \t]?)*[ \t]*")  # indentation and blockquote markers
+_FENCE = re.compile(r"(`{3,}|~{3,})")
+_HTML_TAG_LINE = re.compile(r"</?[A-Za-z][^<>]*>$")
+_ATX_HEADING = re.compile(r"#{1,6}(?:[ \t]|$)")
+_SETEXT_UNDERLINE = re.compile(r"(?:=+|-+)[ \t]*$")
+_RULE = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:_[ \t]*){3,}|(?:-[ \t]*){3,})$")
+_TABLE_SEPARATOR = re.compile(r"\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+_LIST_MARKER = re.compile(r"(?:[-*+]|\d{1,9}[.)])[ \t]+(?:\[[ xX]\][ \t]+)?(?=\S)")
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_LEADING_NOISE = re.compile(r"(?:\s+|<!--.*?-->)*", re.DOTALL)  # before a document's first text
+
+# A name word: a capital, then letters, apostrophes or hyphens ("O'Brien", "Anne-Marie").
+_NAME_WORD = r"[A-ZÀ-ÖØ-Þ][A-Za-zÀ-ÖØ-öø-ÿ'’\-]*"
+_NAME = rf"{_NAME_WORD}(?:[ \t]+{_NAME_WORD}){{0,2}}"
+_TURN = re.compile(
+    r"(?:\[(?P<meta>[^\[\]\n]{1,100})\][ \t]*)?"
+    rf"(?:\*\*(?P<bold_in>{_NAME}):\*\*|\*\*(?P<bold_out>{_NAME})\*\*:|(?P<plain>{_NAME}):)"
+    r"[ \t]+(?=\S)"
+)
+_LABEL = re.compile(r"(?:\*\*)?(?P<label>[A-Za-z][A-Za-z \-]{0,30}?)(?::\*\*|\*\*:|:)(?:[ \t]|$)")
+_TIMESTAMP_LIKE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+# A sentence ends at a run of . ? ! … with any closing quotes, brackets or emphasis after it,
+# when whitespace and then a capital or a digit (possibly behind an opening mark) follow.
+_SENTENCE_END = re.compile(r"[.?!…]+[\"'”’)\]*_]*")
+_WHITESPACE = re.compile(r"\s+")
+_OPENERS = "\"'“‘([*_`"
+_TOKEN_START = re.compile(r"[(\[\"'“‘*_]+")
+_INITIAL = re.compile(r"[A-Z]\.")
+_ACRONYM = re.compile(r"(?:[A-Za-z]\.){2,}")
+_TERMINAL = ".!?:;…"
+_EMPHASIS_EDGES = "*_`\"'“”‘’ \t"
+_WORD = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*")
+
+
+@dataclass
+class _Unit:
+    """A run of lines that reads as one piece: a paragraph, a list item, a turn, a table row."""
+
+    kind: str                 # "para", "item", "turn", "label", "row"
+    start: int                # where its statements start (after markers and speaker prefix)
+    end: int
+    line_start: int           # start of its first line
+    lines: int = 1
+    continues: bool = True    # later lines without a blank line in between belong to it
+    before_list: bool = False  # the next line starts a list item or a table row
+    speaker: str | None = None
+    turn_id: str | None = None
+    turn_time: datetime | None = None
+
+
+def split_passages(markdown: str, chunk_start: int, chunk_end: int, *, label_start: int = 1,
+                   in_target: bool = True, prefix: str = "P") -> list[Passage]:
+    """The statements of `markdown[chunk_start:chunk_end]`, labelled `{prefix}{n}` from
+    `label_start` in document order, with absolute offsets into `markdown`."""
+    if not 0 <= chunk_start <= chunk_end <= len(markdown):
+        raise ValueError(f"chunk {chunk_start}–{chunk_end} does not lie in a document of "
+                         f"{len(markdown)} chars")
+    passages: list[Passage] = []
+    for unit in _units(markdown, chunk_start, chunk_end):
+        if unit.kind == "para" and _is_pseudo_heading(markdown, unit):
+            continue
+        if unit.kind == "row":
+            spans = [(unit.start, unit.end)]
+        else:
+            spans = _sentences(markdown, unit.start, unit.end)
+        for start, end in spans:
+            passages.append(Passage(
+                label=f"{prefix}{label_start + len(passages)}", char_start=start, char_end=end,
+                text=markdown[start:end], in_target=in_target, speaker=unit.speaker,
+                turn_time=unit.turn_time, turn_id=unit.turn_id))
+    return passages
+
+
+def context_passages(markdown: str, chunks: Sequence[tuple[int, int]], target_index: int, *,
+                     window: int = 1) -> list[Passage]:
+    """Passages of the target chunk (P1, P2, ...) and of up to `window` chunks on either side
+    (permitted neighbours, N1, N2, ... in document order), all in document order.
+
+    Neighbours get their own prefix so a label alone says whether a passage may be a claim's
+    origin; within one context every label is unique.
+    """
+    if not 0 <= target_index < len(chunks):
+        raise IndexError(f"target_index {target_index} is outside {len(chunks)} chunks")
+    if window < 0:
+        raise ValueError(f"window must be at least 0, got {window}")
+    before: list[Passage] = []
+    for start, end in chunks[max(0, target_index - window):target_index]:
+        before += split_passages(markdown, start, end, label_start=len(before) + 1,
+                                 in_target=False, prefix="N")
+    target = split_passages(markdown, *chunks[target_index])
+    after: list[Passage] = []
+    for start, end in chunks[target_index + 1:target_index + 1 + window]:
+        after += split_passages(markdown, start, end, label_start=len(before) + len(after) + 1,
+                                in_target=False, prefix="N")
+    return before + target + after
+
+
+def document_header(markdown: str, title: str, max_chars: int = 600) -> str:
+    """The document header Claimify may use as context: the title, a title-like first line (a
+    converted PDF or text file's title), the first heading, and the Participants / Attendees /
+    Present / Date lines before the second heading, among the first `HEADER_SCAN_LINES`
+    non-blank lines; one per line, repeats left out, at most `max_chars` characters (cut at a
+    line end, else at a word end)."""
+    lines: list[str] = []
+
+    def add(line: str) -> None:
+        line = " ".join(line.split())
+        if line and line.casefold() not in {seen.casefold() for seen in lines}:
+            lines.append(line)
+
+    add(title)
+    top = _top_lines(_COMMENT.sub("", markdown[:HEADER_SCAN_CHARS]), HEADER_SCAN_LINES)
+    headings = [index for index, line in enumerate(top) if _is_heading(top, index)]
+    if top and not _is_heading(top, 0) and _is_title_like(top[0]) and not _header_label(top[0]):
+        add(_strip_emphasis(top[0]))
+    if headings:
+        add(_strip_emphasis(top[headings[0]].lstrip("#").rstrip("#").strip()))
+    for index, line in enumerate(top):
+        if len(headings) > 1 and index >= headings[1]:
+            break
+        if _header_label(line):
+            add(_strip_emphasis(line).replace("**", ""))
+    return _cap(lines, max_chars)
+
+
+def _units(markdown: str, start: int, end: int) -> list[_Unit]:
+    units: list[_Unit] = []
+    open_unit: _Unit | None = None  # the unit a following text line continues
+    fence: str | None = None
+    in_comment = False
+    previous = "blank"
+    front_matter_end = _front_matter_end(markdown) if start == 0 else 0
+    for line_start, line_end in _lines(markdown, start, end):
+        if line_start < front_matter_end:
+            continue
+        if fence is not None:
+            if markdown[line_start:line_end].strip().startswith(fence):
+                fence = None
+            continue
+        if in_comment:
+            in_comment = "-->" not in markdown[line_start:line_end]
+            continue
+        body_start = _PREFIX.match(markdown, line_start, line_end).end()
+        body = markdown[body_start:line_end].rstrip()
+        kind = "text"
+        if not body:
+            kind = "blank"
+        elif fence_open := _FENCE.match(body):
+            fence, kind = fence_open.group(1)[0] * 3, "code"
+        elif body.startswith("<!--"):
+            in_comment, kind = "-->" not in body[4:], "html"
+        elif _HTML_TAG_LINE.match(body):
+            kind = "html"
+        elif _ATX_HEADING.match(body):
+            kind = "heading"
+        elif _SETEXT_UNDERLINE.match(body) and open_unit is not None and open_unit.kind == "para":
+            units.remove(open_unit)  # the paragraph above it was a setext heading
+            kind = "heading"
+        elif _RULE.match(body):
+            kind = "rule"
+        elif previous == "row" and "-" in body and _TABLE_SEPARATOR.match(body):
+            continue
+        elif body.startswith("|"):
+            kind = "row"
+            units.append(_Unit("row", body_start, body_start + len(body), line_start,
+                               continues=False))
+        elif marker := _LIST_MARKER.match(body):
+            kind = "item"
+            units.append(_opened(markdown, "item", body_start + marker.end(), line_end, line_start))
+        elif (opened := _opened(markdown, "text", body_start, line_end, line_start)).kind != "text":
+            kind = opened.kind
+            units.append(opened)
+        elif open_unit is not None:
+            open_unit.end, open_unit.lines = line_end, open_unit.lines + 1
+        else:
+            units.append(_Unit("para", body_start, line_end, line_start))
+        if kind in ("row", "item") and open_unit is not None and open_unit.kind == "para":
+            open_unit.before_list = True
+        if kind == "text":
+            open_unit = open_unit or units[-1]
+        elif kind in ("item", "turn", "label"):
+            open_unit = units[-1] if units[-1].continues else None
+        else:
+            open_unit = None
+        previous = kind
+    for unit in units:
+        unit.end = unit.start + len(markdown[unit.start:unit.end].rstrip())
+    return units
+
+
+def _opened(markdown: str, kind: str, start: int, end: int, line_start: int) -> _Unit:
+    """The unit a line opens at `start`: a turn when a speaker prefix is there, a label line when
+    a known label is, else a unit of `kind` ("text" means: no new unit of its own)."""
+    turn = _TURN.match(markdown, start, end)
+    if turn is not None:
+        speaker = turn.group("bold_in") or turn.group("bold_out") or turn.group("plain")
+        if _is_speaker(speaker):
+            turn_id, turn_time = _turn_meta(turn.group("meta"))
+            return _Unit("turn", turn.end(), end, line_start, speaker=" ".join(speaker.split()),
+                         turn_id=turn_id, turn_time=turn_time)
+    label = _LABEL.match(markdown, start, end)
+    if label is not None and " ".join(label.group("label").lower().split()) in NON_SPEAKER_LABELS:
+        header_line = label.group("label").strip().lower() in HEADER_LABELS
+        return _Unit("label", start, end, line_start, continues=not header_line)
+    return _Unit(kind, start, end, line_start)
+
+
+def _is_speaker(name: str) -> bool:
+    words = name.split()
+    if " ".join(words).lower() in NON_SPEAKER_LABELS:
+        return False
+    return all(any(c.islower() for c in word) and word.lower() not in CALENDAR_WORDS
+               for word in words)
+
+
+def _turn_meta(meta: str | None) -> tuple[str | None, datetime | None]:
+    """(turn id, UTC turn time) from `t2 | 2026-09-17T09:31:10Z`, `t2` or a lone timestamp."""
+    if meta is None:
+        return None, None
+    parts = [part.strip() for part in meta.split("|")]
+    if len(parts) >= 2:
+        return parts[0] or None, _parse_time(parts[1])
+    if _TIMESTAMP_LIKE.match(parts[0]):
+        return None, _parse_time(parts[0])
+    return parts[0] or None, None
+
+
+def _parse_time(value: str) -> datetime | None:
+    """An aware timestamp in UTC; None for a naive or unreadable one (never a guessed zone)."""
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        return None
+    return parsed.astimezone(UTC)
+
+
+def _sentences(markdown: str, start: int, end: int) -> list[tuple[int, int]]:
+    text = markdown[start:end]
+    cuts = [0]
+    for match in _SENTENCE_END.finditer(text):
+        after = match.end()
+        gap = _WHITESPACE.match(text, after)
+        if gap is None:
+            continue
+        following = gap.end()
+        while following < len(text) and text[following] in _OPENERS:
+            following += 1
+        if following < len(text):
+            nxt = text[following]
+            if not (nxt.isupper() or nxt.isdigit()) or _holds_together(text, match, nxt):
+                continue
+        cuts.append(after)
+    cuts.append(len(text))
+    spans = []
+    for cut_start, cut_end in itertools.pairwise(cuts):
+        piece = text[cut_start:cut_end]
+        lead = len(piece) - len(piece.lstrip())
+        span = (start + cut_start + lead, start + cut_start + len(piece.rstrip()))
+        if span[0] < span[1] and any(c.isalnum() for c in markdown[span[0]:span[1]]):
+            spans.append(span)
+    return spans
+
+
+def _holds_together(text: str, end: re.Match[str], following: str) -> bool:
+    """Whether the dot ending `end` belongs to an abbreviation, an initial or an acronym."""
+    if end.group() != ".":
+        return False
+    token_start = text.rfind(" ", 0, end.start()) + 1
+    token_start = max(token_start, text.rfind("\n", 0, end.start()) + 1)
+    token = _TOKEN_START.sub("", text[token_start:end.end()], count=1)
+    lowered = token.lower()
+    if lowered in ABBREVIATIONS or _ACRONYM.fullmatch(token) or _INITIAL.fullmatch(token):
+        return True
+    return lowered in NUMBER_ABBREVIATIONS and following.isdigit()
+
+
+def _is_pseudo_heading(markdown: str, unit: _Unit) -> bool:
+    """A one-line paragraph without closing punctuation that a converter made out of a heading:
+    a short standalone line ("What went well"), the document's first line, a fully emphasised
+    line, or a line directly above a list or a table ("Cutover")."""
+    if unit.lines != 1:
+        return False
+    line = markdown[unit.start:unit.end]
+    core = line.strip(_EMPHASIS_EDGES)
+    if not core or core[-1] in _TERMINAL:
+        return False
+    words = len(_WORD.findall(core))
+    if words <= PSEUDO_HEADING_WORDS and not any(c.isdigit() for c in core):
+        return True
+    if words > TITLE_LINE_WORDS:
+        return False
+    emphasised = len(line) > 4 and line[:2] in ("**", "__") and line[-2:] == line[:2]
+    return (emphasised or unit.before_list
+            or _LEADING_NOISE.match(markdown).end() >= unit.line_start)
+
+
+def _lines(markdown: str, start: int, end: int) -> list[tuple[int, int]]:
+    """(start, end) of each line of `markdown[start:end]`, line breaks excluded."""
+    lines, position = [], start
+    for match in _LINE_END.finditer(markdown, start, end):
+        lines.append((position, match.start()))
+        position = match.end()
+    if position < end:
+        lines.append((position, end))
+    return lines
+
+
+def _front_matter_end(markdown: str) -> int:
+    closing = front_matter_close(markdown)
+    return 0 if closing is None else closing.end()
+
+
+def _top_lines(markdown: str, limit: int) -> list[str]:
+    """The first `limit` non-blank lines, stripped, after a leading front matter."""
+    lines = []
+    for line in _LINE_END.split(markdown[_front_matter_end(markdown):]):
+        if line.strip():
+            lines.append(line.strip())
+            if len(lines) == limit:
+                break
+    return lines
+
+
+def _is_heading(lines: list[str], index: int) -> bool:
+    """An ATX heading, or the text line above a setext underline."""
+    if _ATX_HEADING.match(lines[index]):
+        return True
+    return (index + 1 < len(lines) and not _SETEXT_UNDERLINE.match(lines[index])
+            and _SETEXT_UNDERLINE.match(lines[index + 1]) is not None)
+
+
+def _header_label(line: str) -> bool:
+    label = _LABEL.match(line)
+    if label is not None and label.group("label").strip().lower() in HEADER_LABELS:
+        return True
+    return any(re.search(rf"\b{name}:", line, re.IGNORECASE) for name in HEADER_LABELS[:3])
+
+
+def _is_title_like(line: str) -> bool:
+    core = _strip_emphasis(line)
+    return (bool(core) and core[-1] not in _TERMINAL and not line.startswith(("|", "<", "-", "*"))
+            and len(_WORD.findall(core)) <= TITLE_LINE_WORDS)
+
+
+def _strip_emphasis(text: str) -> str:
+    return text.strip(_EMPHASIS_EDGES)
+
+
+def _cap(lines: list[str], max_chars: int) -> str:
+    header = "\n".join(lines)
+    if len(header) <= max_chars:
+        return header
+    cut = header.rfind("\n", 0, max_chars + 1)
+    if cut <= 0:
+        cut = header.rfind(" ", 0, max_chars + 1)
+    return header[:cut if cut > 0 else max_chars].rstrip()

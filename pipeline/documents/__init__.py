@@ -1,0 +1,1 @@
+"""Documents: sources and archives, MIME, conversion, blocks, structure, chunks."""

@@ -1,0 +1,1 @@
+"""Facts: normalization, vocabulary, names, the resolution rule, adjudication rules."""

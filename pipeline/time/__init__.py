@@ -1,0 +1,1 @@
+"""Time: reading dates in text, claim and fact windows."""

@@ -1,0 +1,1 @@
+"""Retrieval for the read API: nominate, fuse, confirm, expand."""

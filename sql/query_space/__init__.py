@@ -1,0 +1,1 @@
+"""The memory_v1 query space: catalog, manifest, validator, runner, saved queries."""

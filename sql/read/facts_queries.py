@@ -1,0 +1,103 @@
+"""SQL of fact retrieval: names to entities, the nomination channels, confirmation, co-members.
+
+Retrieval itself (which channels, how they are fused, what a time question keeps) is decided in
+`serve/retrieval/facts.py`; these functions only read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import psycopg
+from pgvector.psycopg import register_vector_async
+
+from pipeline.facts import names
+from sql.read.read_queries import Conn, fetch
+
+T = TypeVar("T")
+
+CANDIDATES = 200
+PROFILE_ENTITIES = 20   # entities whose profiles nominate their facts
+
+# The columns every fact result is built from (`serve.retrieval.facts.result_from_row`).
+FACT_COLUMNS = ("f.fact_id::text, f.kind, f.label, f.evidence_count, f.valid_from, f.valid_until, f.valid_precision,"
+                " f.ingested_at, f.invalidated_at, f.contradiction_group::text, f.support, f.window_source")
+
+
+def read(dsn: str, question: Callable[[Conn], Awaitable[T]]) -> T:
+    """One read on a connection of its own, for callers outside an event loop (the CLI, the demo,
+    tests); the API's handlers await the reads on their pools instead."""
+    async def ask() -> T:
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            await register_vector_async(conn)
+            return await question(conn)
+    return asyncio.run(ask())
+
+
+async def find_entities(conn: Conn, name: str) -> list[tuple[str, str, str]]:
+    """(entity_id, canonical_name, tier) for a name: exact alias (T0), else similar spelling (T1),
+    else similar sound (T2). Never picks among several: every candidate comes back."""
+    key = names.key(name)
+    rows = await fetch(conn, "SELECT DISTINCT e.entity_id::text, e.canonical_name FROM entity_aliases a"
+                             " JOIN entities e USING (entity_id) WHERE a.alias_key = %s ORDER BY 2, 1", (key,))
+    if rows:
+        return [(r[0], r[1], "T0") for r in rows]
+    rows = await fetch(conn, "SELECT e.entity_id::text, e.canonical_name, max(similarity(a.alias_key, %(k)s)) s"
+                             " FROM entity_aliases a JOIN entities e USING (entity_id) WHERE a.alias_key %% %(k)s"
+                             " GROUP BY 1, 2 ORDER BY s DESC, 2, 1 LIMIT 10", {"k": key})
+    if rows:
+        return [(r[0], r[1], "T1") for r in rows]
+    rows = await fetch(conn, "SELECT DISTINCT e.entity_id::text, e.canonical_name FROM entity_aliases a"
+                             " JOIN entities e USING (entity_id) WHERE a.dm_codes && daitch_mokotoff(%s)"
+                             " ORDER BY 2, 1 LIMIT 10", (key,))
+    return [(r[0], r[1], "T2") for r in rows]
+
+
+_PREDICATE = " AND (%(p)s::text IS NULL OR f.predicate = %(p)s)"
+
+
+async def nominate_entities(conn: Conn, ids: list[str], predicate: str | None) -> list[str]:
+    return [r[0] for r in await fetch(
+        conn, "SELECT f.fact_id::text FROM facts f WHERE (f.subject_id = ANY(%(ids)s::uuid[])"
+        " OR f.object_id = ANY(%(ids)s::uuid[]))" + _PREDICATE +
+        " ORDER BY f.evidence_count DESC, f.valid_from DESC NULLS LAST, f.label, f.fact_id LIMIT %(n)s",
+        {"ids": ids, "p": predicate, "n": CANDIDATES})]
+
+
+async def nominate_words(conn: Conn, text: str, predicate: str | None) -> list[str]:
+    return [r[0] for r in await fetch(
+        conn, "SELECT f.fact_id::text FROM facts f WHERE (f.tsv @@ websearch_to_tsquery('english', %(t)s)"
+        " OR f.label ILIKE %(like)s)" + _PREDICATE +
+        " ORDER BY f.evidence_count DESC, f.valid_from DESC NULLS LAST, f.label, f.fact_id LIMIT %(n)s",
+        {"t": text, "like": f"%{text}%", "p": predicate, "n": CANDIDATES})]
+
+
+# Vectors travel in binary (`%b`), as in `read_queries.nominate`.
+async def nominate_meaning(conn: Conn, vector: Any, predicate: str | None) -> list[str]:
+    return [r[0] for r in await fetch(
+        conn, "SELECT f.fact_id::text FROM facts f WHERE f.embedding IS NOT NULL" + _PREDICATE +
+        " ORDER BY f.embedding <=> %(v)b, f.fact_id LIMIT %(n)s",
+        {"v": vector, "p": predicate, "n": CANDIDATES})]
+
+
+async def best_profiles(conn: Conn, vector: Any) -> list[str]:
+    """The entities whose profile vectors are nearest the question."""
+    return [r[0] for r in await fetch(
+        conn, "SELECT entity_id::text FROM entities WHERE profile_embedding IS NOT NULL"
+        " ORDER BY profile_embedding <=> %b, entity_id LIMIT %s", (vector, PROFILE_ENTITIES))]
+
+
+async def confirm(conn: Conn, ids: list[str]) -> list[tuple]:
+    """The nominated facts still believed (not invalidated), in nomination order."""
+    return await fetch(conn, f"SELECT {FACT_COLUMNS} FROM facts f WHERE f.fact_id = ANY(%(ids)s::uuid[])"
+                             " AND f.invalidated_at IS NULL ORDER BY array_position(%(ids)s::uuid[], f.fact_id)",
+                       {"ids": ids})
+
+
+async def group_members(conn: Conn, groups: list[str]) -> list[tuple]:
+    """The believed members of the contradiction groups, strongest first."""
+    return await fetch(conn, f"SELECT {FACT_COLUMNS} FROM facts f WHERE f.contradiction_group = ANY(%s::uuid[])"
+                             " AND f.invalidated_at IS NULL ORDER BY f.evidence_count DESC, f.label, f.fact_id",
+                       (groups,))

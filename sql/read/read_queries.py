@@ -1,0 +1,276 @@
+"""SQL of the read API beyond facts themselves: evidence samples and totals, context hits.
+
+Every read runs on an async psycopg connection (the API's pools); `fetch`, `fetch_one` and
+`fetch_dicts` are the three shapes a read takes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from sql.write.ingest import child_id
+
+Conn = psycopg.AsyncConnection
+
+
+async def fetch(conn: Conn, sql: str, params: Any = None) -> list[tuple]:
+    cur = await conn.execute(sql, params)
+    return await cur.fetchall()
+
+
+async def fetch_one(conn: Conn, sql: str, params: Any = None) -> tuple | None:
+    cur = await conn.execute(sql, params)
+    return await cur.fetchone()
+
+
+async def fetch_dicts(conn: Conn, sql: str, params: Any = None) -> list[dict[str, Any]]:
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(sql, params)
+        return await cur.fetchall()
+
+_CLAIM_COLUMNS = (
+    "c.claim_id, c.doc_id, c.chunk_id, c.claim_text, c.source_span, c.char_start, c.char_end, c.is_attributed,"
+    " c.is_current_testimony, c.evidence_spans, c.asserted_at, c.claim_valid_from, c.claim_valid_until,"
+    " c.claim_valid_precision, c.claim_valid_kind, d.title AS document_title, d.source_kind")
+
+
+async def fact_evidence(conn: Conn, facts: list[tuple[str, str]], *, per_stance: int, cap: int
+                        ) -> tuple[list[dict], list[dict], list[dict]]:
+    """For each (fact_id, kind): up to `per_stance` current claims per stance (newest said first),
+    at most `cap` claims in all, each claim once; and the exact total per fact and stance."""
+    if not facts:
+        return [], [], []
+    kinds = dict(facts)
+    ids = [f for f, _ in facts]
+    # One pass over the evidence gives both the sample and the totals: a claim behind several
+    # assertions of the same fact counts once.
+    sampled = await fetch(
+        conn, "SELECT e.fact_id::text, e.claim_id::text, e.stance, e.total FROM"
+        " (SELECT e.*, row_number() OVER (PARTITION BY e.fact_id, e.stance"
+        "                                 ORDER BY e.asserted_at DESC NULLS LAST, e.claim_id) AS n,"
+        "         count(*) OVER (PARTITION BY e.fact_id, e.stance) AS total"
+        "  FROM (SELECT DISTINCT e.fact_id, e.claim_id, e.stance, c.asserted_at"
+        "        FROM fact_evidence e JOIN claims c USING (claim_id)"
+        "        WHERE e.fact_id = ANY(%s::uuid[]) AND c.is_current_testimony) e) e"
+        " WHERE e.n <= %s ORDER BY array_position(%s::uuid[], e.fact_id), e.stance DESC, e.n",
+        (ids, per_stance, ids))
+    totals = {(f, s): n for f, _, s, n in sampled}
+    links, chosen = [], []
+    for fact_id, claim_id, stance, _ in sampled:
+        if claim_id not in chosen:
+            if len(chosen) >= cap:
+                continue
+            chosen.append(claim_id)
+        links.append({"fact_kind": kinds[fact_id], "fact_id": fact_id, "claim_id": claim_id, "stance": stance})
+    returned: dict[tuple[str, str], int] = {}
+    for link in links:
+        key = (link["fact_id"], link["stance"])
+        returned[key] = returned.get(key, 0) + 1
+    total_rows = [{"fact_kind": kinds[f], "fact_id": f, "stance": s, "returned": returned.get((f, s), 0), "total": n}
+                  for (f, s), n in sorted(totals.items(), key=lambda kv: (ids.index(kv[0][0]), kv[0][1]))]
+    claims = await fetch_dicts(conn, f"SELECT {_CLAIM_COLUMNS} FROM claims c JOIN documents d USING (doc_id)"
+                               " WHERE c.claim_id = ANY(%s::uuid[]) ORDER BY array_position(%s::uuid[], c.claim_id)",
+                               (chosen, chosen))
+    return links, total_rows, claims
+
+
+async def context_hits(conn: Conn, candidates: list[str], context: list[str]) -> dict[str, int]:
+    """Current relations linking each candidate to any of the context entities."""
+    if not candidates or not context:
+        return {}
+    return dict(await fetch(
+        conn, "SELECT c::text, count(f.fact_id) FROM unnest(%s::uuid[]) c JOIN facts f ON f.kind = 'relation'"
+        " AND f.invalidated_at IS NULL AND (f.valid_until IS NULL OR f.valid_until > now())"
+        " AND ((f.subject_id = c AND f.object_id = ANY(%s::uuid[])) OR (f.object_id = c AND f.subject_id = ANY(%s::uuid[])))"
+        " GROUP BY 1", (candidates, context, context)))
+
+
+_FACT_COLUMNS = ("f.fact_id::text, f.kind, f.label, f.evidence_count, f.valid_from, f.valid_until, f.valid_precision,"
+                 " f.ingested_at, f.invalidated_at, f.contradiction_group::text, f.support, f.window_source")
+
+
+async def lookup_relations(conn: Conn, *, subject: str | None, predicate: str | None, obj: str | None,
+                           at: Any, k: int) -> list[tuple]:
+    """Live relations whose window covers `at` (an unknown bound is open on that side), strongest
+    evidence first; k + 1 rows so the caller knows whether more exist."""
+    return await fetch(
+        conn, f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.kind = 'relation' AND f.invalidated_at IS NULL"
+        " AND (%(s)s::uuid IS NULL OR f.subject_id = %(s)s::uuid) AND (%(p)s::text IS NULL OR f.predicate = %(p)s)"
+        " AND (%(o)s::uuid IS NULL OR f.object_id = %(o)s::uuid)"
+        " AND (f.valid_from IS NULL OR f.valid_from <= %(at)s) AND (f.valid_until IS NULL OR f.valid_until > %(at)s)"
+        " ORDER BY f.evidence_count DESC, f.ingested_at DESC, f.fact_id LIMIT %(k)s",
+        {"s": subject, "p": predicate, "o": obj, "at": at, "k": k + 1})
+
+
+async def lookup_observations(conn: Conn, entity_id: str, at: Any, k: int,
+                              vector: Any = None) -> list[tuple]:
+    order = "f.embedding <=> %(v)b, f.fact_id" if vector is not None else \
+        "f.evidence_count DESC, f.ingested_at DESC, f.fact_id"
+    return await fetch(
+        conn, f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.kind = 'observation' AND f.invalidated_at IS NULL"
+        " AND f.subject_id = %(e)s AND (f.valid_from IS NULL OR f.valid_from <= %(at)s)"
+        " AND (f.valid_until IS NULL OR f.valid_until > %(at)s)"
+        + (" AND f.embedding IS NOT NULL" if vector is not None else "") +
+        f" ORDER BY {order} LIMIT %(k)s", {"e": entity_id, "at": at, "k": k + 1, "v": vector})
+
+
+async def fact_row(conn: Conn, fact_id: str) -> tuple | None:
+    return await fetch_one(conn, f"SELECT {_FACT_COLUMNS}, f.subject_id::text, f.object_id::text FROM facts f"
+                           " WHERE f.fact_id = %s", (fact_id,))
+
+
+async def all_evidence(conn: Conn, fact_id: str) -> list[dict[str, Any]]:
+    return await fetch_dicts(conn, f"SELECT {_CLAIM_COLUMNS} FROM fact_evidence e JOIN claims c USING (claim_id)"
+                                   " JOIN documents d ON d.doc_id = c.doc_id WHERE e.fact_id = %s"
+                                   " ORDER BY c.asserted_at NULLS LAST, c.claim_id", (fact_id,))
+
+
+async def sources(conn: Conn, doc_ids: list[str]) -> list[tuple]:
+    return await fetch(
+        conn, "SELECT d.doc_id, d.title, d.source_kind, (SELECT r.object_key FROM versions v JOIN representations r"
+        " USING (version_id) WHERE v.doc_id = d.doc_id ORDER BY v.seq DESC LIMIT 1)"
+        " FROM documents d WHERE d.doc_id = ANY(%s::uuid[]) ORDER BY d.doc_id", (doc_ids,))
+
+
+async def transcript(conn: Conn, fact_id: str, limit: int) -> tuple[list[tuple], int]:
+    [total] = await fetch_one(conn, "SELECT count(*) FROM fact_decisions WHERE fact_id = %s", (fact_id,))
+    rows = await fetch(
+        conn, "SELECT * FROM (SELECT subject_kind, outcome, method, confidence, related_id, decided_by, decided_at,"
+        " features || jsonb_build_object('rationale', rationale, 'claim_ids', to_jsonb(claim_ids)), decision_id"
+        " FROM fact_decisions WHERE fact_id = %s ORDER BY decision_id DESC LIMIT %s) t ORDER BY decision_id",
+        (fact_id, limit))
+    return [r[:8] for r in rows], total
+
+
+_CHUNK_COLUMNS = ("ch.chunk_id, ch.doc_id, ch.version_id, ch.text AS chunk_text, ch.char_start,"
+                  " ch.char_end, s.role AS section_role, d.source_kind, d.title AS document_title,"
+                  " v.source_modified_at")
+
+
+async def _chunks(conn: Conn, where: str, params: dict) -> list[dict[str, Any]]:
+    rows = await fetch_dicts(
+        conn, f"SELECT {_CHUNK_COLUMNS} FROM chunks ch JOIN versions v USING (version_id)"
+        " JOIN documents d ON d.doc_id = ch.doc_id JOIN representations r ON r.version_id = ch.version_id"
+        f" LEFT JOIN sections s ON s.section_id = ch.section_id WHERE {where}", params)
+    for row in rows:  # one conversion per version: its representation is named by the version
+        row["representation_id"] = child_id(str(row["version_id"]), "representation", 0)
+    return rows
+
+
+_SEARCHABLE = {"claims": "claim_id", "chunks": "chunk_id"}
+
+
+_ABOUT = {  # the claims (and chunks carrying them) that mention or assert about the entities %(about)s
+    "claims": "claim_id IN (SELECT claim_id FROM mentions WHERE entity_id = ANY(%(about)s::uuid[])"
+              " UNION SELECT claim_id FROM assertions WHERE subject_id = ANY(%(about)s::uuid[])"
+              " OR object_id = ANY(%(about)s::uuid[]))",
+    "chunks": "chunk_id IN (SELECT co.chunk_id FROM claim_occurrences co WHERE co.claim_id IN"
+              " (SELECT claim_id FROM mentions WHERE entity_id = ANY(%(about)s::uuid[])"
+              " UNION SELECT claim_id FROM assertions WHERE subject_id = ANY(%(about)s::uuid[])"
+              " OR object_id = ANY(%(about)s::uuid[])))",
+}
+
+
+async def nominate(conn: Conn, table: str, channel: str, query: str, vector: Any, k: int,
+                   about: list[str] | None = None) -> list[str]:
+    """Nominated ids of `claims` or `chunks`, best first, from one channel: PostgreSQL full-text
+    ranking (`bm25`) or pgvector cosine distance (`semantic`); only those about the entities
+    `about` when given."""
+    key = _SEARCHABLE[table]  # a fixed name, never caller text
+    restrict = f" AND {_ABOUT[table]}" if about else ""
+    if channel == "bm25":
+        sql = (f"SELECT {key}::text FROM {table} WHERE tsv @@ websearch_to_tsquery('english', %(q)s){restrict}"
+               f" ORDER BY ts_rank_cd(tsv, websearch_to_tsquery('english', %(q)s)) DESC, {key} LIMIT %(k)s")
+    else:
+        sql = (f"SELECT {key}::text FROM {table} WHERE embedding IS NOT NULL{restrict}"
+               f" ORDER BY embedding <=> %(v)b, {key} LIMIT %(k)s")
+    # the vector travels in binary (`%(v)b`): as text, formatting and parsing its numbers cost more
+    # than the index scan itself
+    return [r[0] for r in await fetch(conn, sql, {"q": query, "v": vector, "k": k, "about": about})]
+
+
+async def confirm_claims(conn: Conn, ids: list[str]) -> list[dict[str, Any]]:
+    """The nominated claims that are still current testimony of a live document, in the given order."""
+    return await fetch_dicts(conn, f"SELECT {_CLAIM_COLUMNS} FROM claims c JOIN documents d USING (doc_id)"
+                                   " WHERE c.claim_id = ANY(%s::uuid[]) AND c.is_current_testimony"
+                                   " AND d.deleted_at IS NULL ORDER BY array_position(%s::uuid[], c.claim_id)",
+                             (ids, ids))
+
+
+async def confirm_chunks(conn: Conn, ids: list[str]) -> list[dict[str, Any]]:
+    """Nominated chunks of live documents' newest finished versions, in the given order."""
+    return await _chunks(conn, "ch.chunk_id = ANY(%(ids)s::uuid[]) AND d.deleted_at IS NULL AND v.status = 'ready'"
+                         " AND v.seq = (SELECT max(seq) FROM versions w WHERE w.doc_id = d.doc_id AND w.status = 'ready')"
+                         " ORDER BY array_position(%(ids)s::uuid[], ch.chunk_id)", {"ids": ids})
+
+
+async def adjacent_chunks(conn: Conn, chunk_id: str, window: int) -> list[dict[str, Any]] | None:
+    """The chunk and its neighbours within `window` in the same version; None for an unknown chunk."""
+    row = await fetch_one(conn, "SELECT version_id, ord FROM chunks WHERE chunk_id = %s", (chunk_id,))
+    if row is None:
+        return None
+    return await _chunks(conn, "ch.version_id = %(v)s AND ch.ord BETWEEN %(lo)s AND %(hi)s AND d.deleted_at IS NULL"
+                         " ORDER BY ch.ord", {"v": row[0], "lo": row[1] - window, "hi": row[1] + window})
+
+
+async def documents_page(conn: Conn, limit: int, after: str | None, status: str | None) -> list[tuple]:
+    return await fetch(
+        conn, "SELECT d.doc_id, d.title, d.source_kind, d.source_ref, d.created_at, v.version_id, v.seq, v.status,"
+        " v.ingested_at, v.error FROM documents d JOIN LATERAL (SELECT * FROM versions w WHERE w.doc_id = d.doc_id"
+        " ORDER BY w.seq DESC LIMIT 1) v ON true WHERE d.deleted_at IS NULL"
+        " AND (%(after)s::uuid IS NULL OR d.doc_id > %(after)s::uuid) AND (%(st)s::text IS NULL OR v.status = %(st)s)"
+        " ORDER BY d.doc_id LIMIT %(n)s", {"after": after, "st": status, "n": limit + 1})
+
+
+# The seed's stage order for readiness.
+READINESS_STAGES = ("convert", "structure", "chunk", "embed_chunk", "extract_claims", "ground_claims",
+                    "normalize_relations", "adjudicate_observations", "adjudicate_supersession", "embed_claim",
+                    "reconcile", "label_relation")
+
+
+async def stage_statuses(conn: Conn, version_ids: list[str]) -> dict[str, dict[str, tuple]]:
+    """{version_id: {stage: (status, finished_at, defer_reason)}} for the versions that exist."""
+    out: dict[str, dict[str, tuple]] = {}
+    for version_id, stage, status, finished, defer in await fetch(
+            conn, "SELECT version_id::text, stage, status, finished_at, defer_reason FROM stage_work"
+            " WHERE version_id = ANY(%s::uuid[])", (version_ids,)):
+        out.setdefault(version_id, {})[stage] = (status, finished, defer)
+    return out
+
+
+async def search_indexes_built(conn: Conn, indexes: list[str]) -> bool:
+    built = await fetch_one(conn, "SELECT coalesce(bool_and(to_regclass(i) IS NOT NULL), true)"
+                                  " FROM unnest(%s::text[]) i", (indexes,))
+    return built[0]
+
+
+_EDGE_COLUMNS = ("f.fact_id, f.subject_id, f.object_id, f.predicate, f.label, f.evidence_count, f.valid_from,"
+                 " f.valid_until, f.valid_precision, f.ingested_at, f.invalidated_at, f.support")
+
+
+async def graph_edges(conn: Conn, frontier: list[str], *, valid_at: Any, believed_at: Any | None,
+                      predicates: list[str], limit: int) -> list[tuple]:
+    """Relations touching `frontier`, true at `valid_at` (unknown bounds open) and believed at
+    `believed_at` (now: not invalidated), withdrawn ones excluded; at most `limit`."""
+    belief = ("f.ingested_at <= %(b)s AND (f.invalidated_at IS NULL OR f.invalidated_at > %(b)s)"
+              if believed_at is not None else "f.invalidated_at IS NULL")
+    return await fetch(
+        conn, f"SELECT {_EDGE_COLUMNS} FROM facts f WHERE f.kind = 'relation' AND {belief} AND f.support = 'current'"
+        " AND (f.subject_id = ANY(%(f)s::uuid[]) OR f.object_id = ANY(%(f)s::uuid[]))"
+        " AND (cardinality(%(p)s::text[]) = 0 OR f.predicate = ANY(%(p)s::text[]))"
+        " AND (f.valid_from IS NULL OR f.valid_from <= %(v)s) AND (f.valid_until IS NULL OR f.valid_until > %(v)s)"
+        " ORDER BY f.evidence_count DESC, f.fact_id LIMIT %(n)s",
+        {"f": frontier, "p": predicates, "v": valid_at, "b": believed_at, "n": limit})
+
+
+async def entity_names(conn: Conn, ids: list[str]) -> dict[str, str]:
+    return dict(await fetch(conn, "SELECT entity_id::text, canonical_name FROM entities"
+                                  " WHERE entity_id = ANY(%s::uuid[])", (ids,)))
+
+
+async def live_documents(conn: Conn, ids: list[str]) -> set[str]:
+    return {r[0] for r in await fetch(conn, "SELECT doc_id::text FROM documents WHERE doc_id = ANY(%s::uuid[])"
+                                            " AND deleted_at IS NULL", (ids,))}

@@ -1,0 +1,1 @@
+"""The authority itself: which server, migrations, the deployment pin, import runs."""

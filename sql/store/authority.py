@@ -1,0 +1,205 @@
+"""Opening the authority: which server, migrations applied once, the deployment and its pinned model.
+
+`open_store(settings, ...)` is what every entry point calls first. It picks the server
+(`CORPUSMEM_DSN`, else the embedded PostgreSQL), applies pending migrations under an advisory
+lock (a second start changes nothing), and pins the embedding model on the deployment row: a
+memory whose vectors came from one model refuses another one with an error naming both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import uuid
+from dataclasses import dataclass
+from importlib import resources
+
+import psycopg
+from psycopg import sql
+
+from jobs.settings import Settings
+from sql.store import embedded
+
+_log = logging.getLogger(__name__)
+
+# Any constant works; it only has to be the same for every corpusmem process.
+_MIGRATION_LOCK = 0x636F7270  # "corp"
+
+# Vector columns typed and indexed once the deployment pins a dimension: (table, column, index).
+VECTOR_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("chunks", "embedding", "chunks_embedding_hnsw"),
+    ("claims", "embedding", "claims_embedding_hnsw"),
+    ("facts", "embedding", "facts_embedding_hnsw"),
+    ("entities", "profile_embedding", "entities_profile_hnsw"),
+)
+
+
+class StoreError(RuntimeError):
+    """The database cannot be used as asked; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Deployment:
+    deployment_id: str
+    build_revision: str
+    embedding_model: str
+    embedding_dim: int
+
+
+def resolve_dsn(settings: Settings) -> str:
+    """The DSN to use: `CORPUSMEM_DSN` as given, else the embedded server (started if needed)."""
+    if settings.dsn:
+        return settings.dsn
+    return embedded.start(settings.pg_dir)
+
+
+def connect(dsn: str, **kwargs: object) -> psycopg.Connection:
+    try:
+        return psycopg.connect(dsn, **kwargs)
+    except psycopg.OperationalError as err:
+        raise StoreError(f"cannot connect to PostgreSQL ({_redact(dsn)}): {err}".strip()) from err
+
+
+def _redact(dsn: str) -> str:
+    """A DSN fit for an error message: the password, if any, replaced."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "<unparsable DSN>"
+    if "password" in info:
+        info["password"] = "***"
+    return psycopg.conninfo.make_conninfo(**info)
+
+
+def migration_files() -> list[tuple[int, str, str]]:
+    """(number, name, SQL) of every shipped migration, in order."""
+    found = []
+    for entry in resources.files("sql").joinpath("migrations").iterdir():
+        if entry.name.endswith(".sql"):
+            number = int(entry.name.split("_", 1)[0])
+            found.append((number, entry.name, entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def migrate(conn: psycopg.Connection) -> list[str]:
+    """Apply pending migrations, each in its own transaction; return the names applied."""
+    applied: list[str] = []
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        _ensure_extensions(conn)
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        done = {row[0]: row[1] for row in conn.execute("SELECT version, checksum FROM schema_migrations")}
+        for number, name, text in migration_files():
+            checksum = hashlib.sha256(text.encode()).hexdigest()
+            if number in done:
+                if done[number] != checksum:
+                    _log.warning("migration %s changed after it was applied; not re-applied", name)
+                continue
+            conn.execute(text)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+                (number, name, checksum),
+            )
+            applied.append(name)
+    return applied
+
+
+def _ensure_extensions(conn: psycopg.Connection) -> None:
+    available = {row[0] for row in conn.execute(
+        "SELECT name FROM pg_available_extensions WHERE name IN ('vector', 'pg_trgm', 'fuzzystrmatch')")}
+    missing = {"vector", "pg_trgm", "fuzzystrmatch"} - available
+    if missing:
+        raise StoreError(
+            f"the PostgreSQL server lacks the extension(s) {', '.join(sorted(missing))} "
+            "(pgvector is packaged as 'vector'); install them or unset CORPUSMEM_DSN to use the "
+            "embedded PostgreSQL")
+
+
+def pin_deployment(conn: psycopg.Connection, *, embedding_model: str, embedding_dim: int,
+                   build_revision: str) -> Deployment:
+    """Create the deployment on first use; afterwards refuse a different embedding model."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        row = conn.execute(
+            "SELECT deployment_id, build_revision, embedding_model, embedding_dim FROM deployment"
+        ).fetchone()
+        if row is None:
+            row = (str(uuid.uuid4()), build_revision, embedding_model, embedding_dim)
+            conn.execute(
+                "INSERT INTO deployment (deployment_id, build_revision, embedding_model, embedding_dim)"
+                " VALUES (%s, %s, %s, %s)", row)
+        elif (row[2], row[3]) != (embedding_model, embedding_dim):
+            raise StoreError(
+                f"this memory's vectors come from embedding model {row[2]!r} ({row[3]} dimensions); "
+                f"refusing {embedding_model!r} ({embedding_dim} dimensions). Set "
+                f"CORPUSMEM_EMBEDDING_MODEL={row[2]} or use a new memory (another CORPUSMEM_HOME "
+                "or CORPUSMEM_DSN)")
+        elif row[1] != build_revision:
+            conn.execute("UPDATE deployment SET build_revision = %s", (build_revision,))
+            row = (row[0], build_revision, row[2], row[3])
+        _type_vector_columns(conn, row[3])
+    return Deployment(str(row[0]), row[1], row[2], row[3])
+
+
+def _type_vector_columns(conn: psycopg.Connection, dim: int) -> None:
+    """Give every still-untyped vector column the pinned dimension (new columns from later
+    migrations included), so HNSW indexes can be built on them. (PostgreSQL refuses this while a
+    view reads the column: the memory_v1 views name their columns and never read a vector.)"""
+    for table, column, _ in VECTOR_COLUMNS:
+        typmod = conn.execute("SELECT atttypmod FROM pg_attribute WHERE attrelid = %s::regclass"
+                              " AND attname = %s", (table, column)).fetchone()[0]
+        if typmod == -1:
+            conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} TYPE vector({})").format(
+                sql.Identifier(table), sql.Identifier(column), sql.Literal(dim)))
+
+
+def ensure_vector_indexes(conn: psycopg.Connection) -> list[str]:
+    """Build the HNSW indexes that are missing (after a bulk load); return those built."""
+    built = []
+    for table, column, index in VECTOR_COLUMNS:
+        exists = conn.execute("SELECT to_regclass(%s)", (index,)).fetchone()[0]
+        if exists is None:
+            conn.execute(sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw ({} vector_cosine_ops)").format(
+                sql.Identifier(index), sql.Identifier(table), sql.Identifier(column)))
+            conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
+            built.append(index)
+    conn.commit()
+    return built
+
+
+def drop_vector_indexes_if_empty(conn: psycopg.Connection) -> list[str]:
+    """Before a bulk load into an empty table, drop its HNSW index: building it once at the end is
+    far cheaper than maintaining it row by row."""
+    dropped = []
+    for table, _, index in VECTOR_COLUMNS:
+        empty = conn.execute(sql.SQL("SELECT NOT EXISTS (SELECT 1 FROM {})").format(
+            sql.Identifier(table))).fetchone()[0]
+        if empty and conn.execute("SELECT to_regclass(%s)", (index,)).fetchone()[0] is not None:
+            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(index)))
+            dropped.append(index)
+    conn.commit()
+    return dropped
+
+
+@dataclass(frozen=True)
+class Store:
+    dsn: str
+    deployment: Deployment
+
+
+def open_store(settings: Settings, *, embedding_model: str, embedding_dim: int,
+               build_revision: str) -> Store:
+    """Resolve the server, migrate, pin the deployment. Safe to call from many processes."""
+    dsn = resolve_dsn(settings)
+    with connect(dsn) as conn:
+        applied = migrate(conn)
+        if applied:
+            _log.info("applied migrations: %s", ", ".join(applied))
+        deployment = pin_deployment(conn, embedding_model=embedding_model,
+                                    embedding_dim=embedding_dim, build_revision=build_revision)
+    return Store(dsn=dsn, deployment=deployment)

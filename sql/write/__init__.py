@@ -1,0 +1,1 @@
+"""Writes: ingest, COPY batches, assertions, entities, facts, reconcile."""

@@ -1,0 +1,126 @@
+"""Entities, aliases, mentions and identity events: the SQL side of resolution.
+
+During a run, a resolver shard sees the entities and spellings that existed before the run, and
+those added in this run under the mention keys it owns (`resolved_key`): what another shard
+creates concurrently is invisible to it, so the outcome does not depend on how keys were spread
+over shards. Near-spellings created in the same run under different keys become merge
+proposals afterwards (`propose_merges`), never silent merges.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from pipeline.facts import resolution
+from pipeline.facts.resolution import Candidate
+
+_VISIBLE = "(a.added_run IS DISTINCT FROM %(run)s OR a.resolved_key = %(key)s)"
+
+
+def unresolved(conn: psycopg.Connection) -> dict[str, list[dict[str, Any]]]:
+    """Mentions not yet bound to an entity, by key; each key's mentions in said-on, document order."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for key, doc_id, surface, claim_id, asserted_at in conn.execute(
+            "SELECT mention_key, doc_id::text, surface, claim_id::text, asserted_at FROM mentions"
+            " WHERE entity_id IS NULL ORDER BY mention_key, asserted_at NULLS FIRST, doc_id, surface"):
+        out.setdefault(key, []).append({"doc_id": doc_id, "surface": surface, "claim_id": claim_id,
+                                        "asserted_at": asserted_at})
+    return out
+
+
+def candidates(conn: psycopg.Connection, key: str, run_id: str, claim_id: str) -> list[Candidate]:
+    """The bounded candidate set of T0, T1 and T2, each scored against the claim's vector (T3)."""
+    params = {"key": key, "run": run_id, "limit": resolution.CANDIDATE_LIMIT,
+              "nominate": resolution.SPELLING_NOMINATE}
+    found: dict[str, Candidate] = {}
+    for entity_id, in conn.execute(
+            f"SELECT DISTINCT a.entity_id::text FROM entity_aliases a WHERE a.alias_key = %(key)s AND {_VISIBLE}"
+            " ORDER BY 1 LIMIT %(limit)s", params):
+        found[entity_id] = Candidate(entity_id, "T0", 1.0)
+    for entity_id, score in conn.execute(
+            f"SELECT a.entity_id::text, max(similarity(a.alias_key, %(key)s)) FROM entity_aliases a"
+            f" WHERE a.alias_key %% %(key)s AND similarity(a.alias_key, %(key)s) >= %(nominate)s AND {_VISIBLE}"
+            " GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT %(limit)s", params):
+        found.setdefault(entity_id, Candidate(entity_id, "T1", float(score)))
+    for entity_id, in conn.execute(
+            f"SELECT DISTINCT a.entity_id::text FROM entity_aliases a"
+            f" WHERE a.dm_codes && daitch_mokotoff(%(key)s) AND a.alias_key <> %(key)s AND {_VISIBLE}"
+            " ORDER BY 1 LIMIT %(limit)s", params):
+        found.setdefault(entity_id, Candidate(entity_id, "T2", 1.0))
+    if not found:
+        return []
+    scores = dict(conn.execute(
+        "SELECT e.entity_id::text, 1 - (e.profile_embedding <=> c.embedding) FROM entities e, claims c"
+        " WHERE e.entity_id = ANY(%s::uuid[]) AND c.claim_id = %s AND e.profile_embedding IS NOT NULL"
+        " AND c.embedding IS NOT NULL", (list(found), claim_id)).fetchall())
+    return [Candidate(c.entity_id, c.tier, c.score, float(scores[c.entity_id]) if c.entity_id in scores else None)
+            for c in found.values()]
+
+
+def bind(conn: psycopg.Connection, *, key: str, mentions: list[dict[str, Any]], entity_id: str, created: bool,
+         verdict: str, step: str, found: list[Candidate], run_id: str) -> None:
+    """Record one document's verdict for `key`: the entity (created if new), its spellings, the
+    mentions, and the identity event; in one transaction."""
+    with conn.transaction():
+        if created:  # named by its fullest spelling: "Dana Kim", not the "Dana" that stood for it
+            canonical = max(mentions, key=lambda m: (m["alias_key"] == key, len(m["surface"]), m["surface"]))
+            conn.execute("INSERT INTO entities (entity_id, canonical_name, created_run) VALUES (%s, %s, %s)"
+                         " ON CONFLICT DO NOTHING", (entity_id, canonical["surface"], run_id))
+        for m in mentions:
+            conn.execute(
+                "INSERT INTO entity_aliases (entity_id, alias, alias_key, dm_codes, resolved_key, added_run)"
+                " VALUES (%(e)s, %(alias)s, %(alias_key)s, daitch_mokotoff(%(alias_key)s), %(key)s, %(run)s)"
+                " ON CONFLICT DO NOTHING",
+                {"e": entity_id, "alias": m["surface"], "alias_key": m["alias_key"], "key": key, "run": run_id})
+            conn.execute("UPDATE mentions SET entity_id = %s WHERE doc_id = %s AND mention_key = %s AND surface = %s",
+                         (entity_id, m["doc_id"], key, m["surface"]))
+        m = mentions[0]
+        conn.execute(
+            "INSERT INTO identity_events (doc_id, mention_key, surface, entity_id, verdict, step, candidates,"
+            " resolver_version, run_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (m["doc_id"], key, m["surface"], entity_id, verdict, step, Jsonb([c.as_dict() for c in found]),
+             resolution.RESOLVER_VERSION, run_id))
+
+
+def propose(conn: psycopg.Connection, entity_id: str, other_id: str, score: float, reason: str, run_id: str) -> None:
+    a, b = sorted((entity_id, other_id))
+    conn.execute("INSERT INTO merge_proposals (entity_id, other_id, score, reason, run_id)"
+                 " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING", (a, b, score, reason, run_id))
+
+
+def propose_merges(conn: psycopg.Connection, run_id: str) -> int:
+    """Entities created in this run under different keys whose names are near-spellings: recorded
+    for review (the shards could not see each other's new entities)."""
+    cur = conn.execute(
+        "INSERT INTO merge_proposals (entity_id, other_id, score, reason, run_id)"
+        " SELECT DISTINCT ON (least(a.entity_id, b.entity_id), greatest(a.entity_id, b.entity_id))"
+        " least(a.entity_id, b.entity_id), greatest(a.entity_id, b.entity_id),"
+        " similarity(a.alias_key, b.alias_key), 'similar spelling, both new in one run', %(run)s"
+        " FROM entity_aliases a JOIN entity_aliases b ON a.alias_key %% b.alias_key AND a.entity_id < b.entity_id"
+        " WHERE a.added_run = %(run)s AND b.added_run = %(run)s"
+        " AND similarity(a.alias_key, b.alias_key) >= %(score)s"
+        " ORDER BY least(a.entity_id, b.entity_id), greatest(a.entity_id, b.entity_id),"
+        " similarity(a.alias_key, b.alias_key) DESC ON CONFLICT DO NOTHING",
+        {"run": run_id, "score": resolution.PROPOSE_MERGE})
+    return cur.rowcount
+
+
+def bind_assertions(conn: psycopg.Connection, one_per_object: list[str]) -> int:
+    """Give pending assertions their entities, and the anchor whose shard owns their slot: the
+    object for predicates that hold one value per object (a thing has one leader), else the
+    subject."""
+    # Correlated lookups through the mentions primary key (doc_id, mention_key, surface).
+    one = ("(SELECT m.entity_id FROM mentions m WHERE m.doc_id = a.doc_id AND m.mention_key = a.{}"
+           " AND m.entity_id IS NOT NULL ORDER BY m.surface LIMIT 1)")
+    cur = conn.execute(
+        f"WITH b AS (SELECT a.assertion_id, {one.format('subject_key')} AS s, {one.format('object_key')} AS o,"
+        f" {one.format('ends_key')} AS e FROM assertions a WHERE a.status = 'pending' AND a.subject_id IS NULL)"
+        " UPDATE assertions a SET subject_id = b.s, object_id = b.o, ends_id = b.e FROM b"
+        " WHERE a.assertion_id = b.assertion_id AND b.s IS NOT NULL")
+    conn.execute("UPDATE assertions SET anchor_id = CASE WHEN kind = 'relation' AND predicate = ANY(%s)"
+                 " THEN object_id ELSE subject_id END WHERE status = 'pending' AND anchor_id IS NULL"
+                 " AND subject_id IS NOT NULL", (one_per_object,))
+    return cur.rowcount

@@ -1,0 +1,150 @@
+"""`reconcile`: which claims are current testimony, and what that does to the facts they support.
+
+- Living documents: once a new version has its claims, the earlier versions' claims that no
+  passage of it carries any more stop being current (`version_superseded`); a claim whose text
+  moved to another passage of the same document is still carried.
+- Deleting a document ends the currency of all its claims (`version_deleted`).
+- Every fact those claims touched is recounted. A fact left with no current support is
+  retracted (`invalidated_at`, transcript `retracted_source_removal`, `valid_until` untouched)
+  when a source stopped saying it, or marked `support: withdrawn` when only a re-reading of
+  unchanged bytes lost it; withdrawn facts are still returned.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from pipeline.facts import adjudication
+from sql.write.facts_store import recount
+
+
+class UnknownDocument(LookupError):
+    """No live document has this ID."""
+
+
+def supersede_living(conn: psycopg.Connection) -> int:
+    """Claims of living documents that their latest finished version no longer carries."""
+    cur = conn.execute(
+        "WITH latest AS (SELECT DISTINCT ON (v.doc_id) v.doc_id, v.version_id FROM versions v"
+        "                JOIN documents d USING (doc_id) JOIN stage_work w ON w.version_id = v.version_id"
+        "                 AND w.stage = 'extract_claims' AND w.status = 'succeeded'"
+        "                WHERE d.versioning_mode = 'living' AND d.deleted_at IS NULL AND v.status = 'ready'"
+        "                ORDER BY v.doc_id, v.seq DESC),"
+        " gone AS (UPDATE claims c SET is_current_testimony = false, currency_reason = 'version_superseded'"
+        "          FROM latest l WHERE c.doc_id = l.doc_id AND c.is_current_testimony"
+        "          AND NOT EXISTS (SELECT 1 FROM claim_occurrences o WHERE o.claim_id = c.claim_id"
+        "                          AND o.version_id = l.version_id)"
+        "          AND NOT EXISTS (SELECT 1 FROM claim_occurrences o JOIN claims moved ON moved.claim_id = o.claim_id"
+        "                          WHERE o.version_id = l.version_id AND moved.claim_text = c.claim_text)"
+        "          RETURNING c.claim_id, l.version_id)"
+        " INSERT INTO testimony_currency_events (claim_id, is_current, reason, version_id)"
+        " SELECT claim_id, false, 'version_superseded', version_id FROM gone")
+    return cur.rowcount
+
+
+def delete_document(conn: psycopg.Connection, doc_id: str) -> int:
+    """Delete every version of a document: its claims stop being current (`version_deleted`).
+    Returns how many claims that ended; facts are reconciled by `reconcile_facts`."""
+    with conn.transaction():
+        row = conn.execute("UPDATE documents SET deleted_at = now() WHERE doc_id = %s AND deleted_at IS NULL"
+                           " RETURNING doc_id", (doc_id,)).fetchone()
+        if row is None:
+            raise UnknownDocument(f"no document {doc_id} (or it is already deleted)")
+        conn.execute("UPDATE versions SET status = 'deleted' WHERE doc_id = %s", (doc_id,))
+        cur = conn.execute(
+            "WITH gone AS (UPDATE claims SET is_current_testimony = false, currency_reason = 'version_deleted'"
+            "              WHERE doc_id = %s AND is_current_testimony RETURNING claim_id, version_id)"
+            " INSERT INTO testimony_currency_events (claim_id, is_current, reason, version_id)"
+            " SELECT claim_id, false, 'version_deleted', version_id FROM gone", (doc_id,))
+        return cur.rowcount
+
+
+def reconcile_facts(conn: psycopg.Connection, since: datetime, run_id: str | None) -> dict[str, int]:
+    """Recount the facts whose claims changed currency since `since`; retract, withdraw or
+    restore them as their support says."""
+    out = {"recounted": 0, "retracted": 0, "withdrawn": 0, "restored": 0}
+    with conn.transaction(), conn.cursor() as cur:
+        fact_ids = [r[0] for r in cur.execute(
+            "SELECT DISTINCT e.fact_id::text FROM fact_evidence e JOIN testimony_currency_events t"
+            " USING (claim_id) WHERE t.occurred_at >= %s", (since,)).fetchall()]
+        if not fact_ids:
+            return out
+        recount(cur, fact_ids)
+        out["recounted"] = len(fact_ids)
+        lost = ("f.fact_id = ANY(%(ids)s::uuid[]) AND f.invalidated_at IS NULL AND f.evidence_count = 0")
+        source_spoke = ("EXISTS (SELECT 1 FROM fact_evidence e JOIN claims c USING (claim_id)"
+                        " WHERE e.fact_id = f.fact_id AND e.stance = 'supports'"
+                        " AND c.currency_reason IN ('version_superseded', 'version_deleted'))")
+        retracted = cur.execute(
+            f"UPDATE facts f SET invalidated_at = now() WHERE {lost} AND {source_spoke}"
+            " RETURNING f.fact_id::text, f.kind, f.valid_from, f.valid_until, f.valid_precision",
+            {"ids": fact_ids}).fetchall()
+        withdrawn = cur.execute(
+            f"UPDATE facts f SET support = 'withdrawn' WHERE {lost} AND f.support = 'current' AND NOT {source_spoke}"
+            " RETURNING f.fact_id::text, f.kind", {"ids": fact_ids}).fetchall()
+        restored = cur.execute(
+            "UPDATE facts f SET support = 'current' WHERE f.fact_id = ANY(%(ids)s::uuid[])"
+            " AND f.support = 'withdrawn' AND f.evidence_count > 0 RETURNING f.fact_id::text, f.kind",
+            {"ids": fact_ids}).fetchall()
+        decisions = (
+            [(r[0], r[1], "retracted_source_removal", "the sources that said it stopped saying it",
+              {"window": {"valid_from": _iso(r[2]), "valid_until": _iso(r[3]), "valid_precision": r[4]}})
+             for r in retracted]
+            + [(r[0], r[1], "support_withdrawn", "a re-reading of unchanged sources no longer finds it", {})
+               for r in withdrawn]
+            + [(r[0], r[1], "support_restored", "current testimony supports it again", {}) for r in restored])
+        cur.executemany(
+            "INSERT INTO fact_decisions (fact_id, subject_kind, outcome, method, confidence, decided_by,"
+            " features, rationale, run_id) VALUES (%s, %s, %s, 'reconcile', 1.0, %s, %s, %s, %s)",
+            [(fid, kind, outcome, adjudication.DECIDED_BY, Jsonb(features), why, run_id)
+             for fid, kind, outcome, why, features in decisions])
+        out.update(retracted=len(retracted), withdrawn=len(withdrawn), restored=len(restored))
+    return out
+
+
+def _iso(t: datetime | None) -> str | None:
+    return t.isoformat() if t else None
+
+
+# --- label_relation and profiles ----------------------------------------------------------
+
+PROFILE_FACTS = 5
+
+
+def labels_to_vectorize(conn: psycopg.Connection) -> bool:
+    return conn.execute("SELECT EXISTS (SELECT 1 FROM facts WHERE embedding IS NULL AND invalidated_at IS NULL)"
+                        " OR EXISTS (SELECT 1 FROM entities WHERE profile_stale)").fetchone()[0]
+
+
+def facts_without_vectors(conn: psycopg.Connection, limit: int) -> list[tuple[str, str]]:
+    return conn.execute("SELECT fact_id::text, label FROM facts WHERE embedding IS NULL AND invalidated_at IS NULL"
+                        " ORDER BY fact_id LIMIT %s", (limit,)).fetchall()
+
+
+def set_fact_vectors(conn: psycopg.Connection, rows: list[tuple[str, object]]) -> None:
+    with conn.transaction(), conn.cursor() as cur:
+        cur.executemany("UPDATE facts SET embedding = %s WHERE fact_id = %s", [(v, f) for f, v in rows])
+
+
+def stale_profiles(conn: psycopg.Connection, limit: int) -> list[tuple[str, str]]:
+    """(entity_id, profile text) for entities whose facts changed: the name and its strongest
+    current facts, by evidence then recency of belief."""
+    rows = conn.execute(
+        "SELECT e.entity_id::text, e.canonical_name, coalesce(array_agg(t.label ORDER BY t.evidence_count DESC,"
+        " t.ingested_at DESC, t.fact_id) FILTER (WHERE t.label IS NOT NULL), '{}')"
+        " FROM (SELECT entity_id, canonical_name FROM entities WHERE profile_stale ORDER BY entity_id LIMIT %s) e"
+        " LEFT JOIN LATERAL (SELECT label, evidence_count, ingested_at, fact_id FROM facts f"
+        "   WHERE (f.subject_id = e.entity_id OR f.object_id = e.entity_id) AND f.invalidated_at IS NULL"
+        "   ORDER BY evidence_count DESC, ingested_at DESC, fact_id LIMIT %s) t ON true"
+        " GROUP BY e.entity_id, e.canonical_name ORDER BY e.entity_id", (limit, PROFILE_FACTS)).fetchall()
+    return [(entity_id, name + (": " + " ".join(l.rstrip(".") + "." for l in labels) if labels else ""))
+            for entity_id, name, labels in rows]
+
+
+def set_profiles(conn: psycopg.Connection, rows: list[tuple[str, str, object]]) -> None:
+    with conn.transaction(), conn.cursor() as cur:
+        cur.executemany("UPDATE entities SET profile = %s, profile_embedding = %s, profile_stale = false"
+                        " WHERE entity_id = %s", [(p, v, e) for e, p, v in rows])
