@@ -2,8 +2,10 @@
 
 A relation's predicate comes from here or the relation is not made (the claim still holds the
 statement). `cardinality` says which relations a newer one replaces instead of joining: a thing
-has one leader and one owner at a time (`one_per_object`), a person one manager
-(`one_per_subject`); everything else can hold many times over (`many`).
+has one leader and one owner at a time (`one_per_object`: "Ravi leads X" and "Dana leads X" are
+rivals); a person has one manager, a bug one assignee, a decision one decider (`one_per_subject`:
+"Y is assigned to Peter" and "Z is assigned to Peter" are not rivals, "Y is assigned to Maria"
+is); everything else can hold many times over (`many`).
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ PACKS = {"work": WORK_PACK}
 # or underscores.
 OTHER = re.compile(r"^other:[a-z][a-z0-9_]{1,40}$")
 
-ONE_PER_OBJECT = frozenset({"other:leads", "other:owns", "assigned_to", "decided_by"})
-ONE_PER_SUBJECT = frozenset({"reports_to"})
+ONE_PER_OBJECT = frozenset({"other:leads", "other:owns"})
+ONE_PER_SUBJECT = frozenset({"reports_to", "assigned_to", "decided_by"})
 
 # How a label reads each predicate ("Ravi works on billing migration").
 _PHRASES = {

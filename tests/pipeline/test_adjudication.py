@@ -21,12 +21,14 @@ from pipeline.facts.adjudication import (
     group_id_for,
     order_key,
 )
+from pipeline.facts import vocabulary
 from pipeline.time import windows
 from pipeline.time.windows import NONE, Window
 
 RAVI, DANA, BILLING, SEARCH, HACKATHON = "ent-ravi", "ent-dana", "ent-billing", "ent-search", "ent-hackathon"
+PETER, MARIA, BUG_A, BUG_B = "ent-peter", "ent-maria", "ent-bug-a", "ent-bug-b"
 NAMES = {RAVI: "Ravi", DANA: "Dana", BILLING: "billing migration", SEARCH: "search team",
-         HACKATHON: "Spring Hackathon"}
+         HACKATHON: "Spring Hackathon", PETER: "Peter", MARIA: "Maria", BUG_A: "bug 4711", BUG_B: "bug 4712"}
 EVALUATED = datetime(2026, 9, 23, tzinfo=UTC)
 
 
@@ -251,6 +253,28 @@ def test_many_valued_relations_to_different_objects_do_not_replace_each_other():
     billing = only(state, "Ravi works on billing migration")
     assert billing.window == since(day(2026, 1, 14)) and billing.superseded_by is None
     assert all(f.contradiction_group is None for f in state.facts)
+
+
+@pytest.mark.parametrize("predicate", ["assigned_to", "decided_by"])
+def test_one_person_holds_many_assignments_and_decisions_without_rivalry(predicate: str):
+    # "bug 4711 is assigned to Peter" and "bug 4712 is assigned to Peter": Peter can have many bugs.
+    # Both land on one shard here (anchored on Peter) so that a wrong cardinality would show.
+    state = adjudicate(PETER,
+                       relation("a", BUG_A, predicate, PETER, anchor=PETER, window=since(day(2026, 1, 14))),
+                       relation("b", BUG_B, predicate, PETER, anchor=PETER, window=since(day(2026, 6, 1))))
+    assert len(state.facts) == 2
+    assert all(f.superseded_by is None and f.contradiction_group is None and f.window.valid_until is None
+               for f in state.facts)
+    assert vocabulary.cardinality(predicate) == "one_per_subject"
+
+
+def test_a_bug_reassigned_to_someone_else_closes_the_earlier_assignment():
+    peter = relation("p", BUG_A, "assigned_to", PETER, window=since(day(2026, 1, 14)))
+    maria = relation("m", BUG_A, "assigned_to", MARIA, window=since(day(2026, 6, 1)))
+    state = adjudicate(BUG_A, peter, maria)
+    p, m = only(state, "bug 4711 is assigned to Peter"), only(state, "bug 4711 is assigned to Maria")
+    assert p.superseded_by == m.fact_id and p.window.valid_until == day(2026, 6, 1)
+    assert m.window == since(day(2026, 6, 1))
 
 
 def test_a_move_closes_the_earlier_relation_at_the_moves_date():
