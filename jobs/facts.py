@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 import psycopg
 
 from actors import facts_shards
+from actors.db_writer import RetryPolicy
 from actors.embedder import ModelRef
 from actors.extractor import ExtractorConfig
 from sql.write import assertions as assertions_sql
@@ -35,6 +35,8 @@ class FactsReport:
     assertions: int = 0
     mentions_resolved: dict[str, int] = field(default_factory=dict)
     merge_proposals: int = 0
+    # versions whose fact stage a unit that ran out of attempts dead-lettered
+    dead_letter: int = 0
     anchors: int = 0
     decisions: int = 0
     adjudicated: int = 0
@@ -49,6 +51,7 @@ class FactsReport:
                 "mentions_resolved": self.mentions_resolved, "merge_proposals": self.merge_proposals,
                 "anchors": self.anchors, "assertions_adjudicated": self.adjudicated, "decisions": self.decisions,
                 "superseded_claims": self.superseded_claims, "reconcile": self.reconcile, "vectors": self.vectors,
+                "dead_letter": self.dead_letter,
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
                 "per_entity_work": self.per_entity_work()}
 
@@ -77,6 +80,7 @@ class FactsReport:
             f"  adjudication     {self.adjudicated} assertions on {self.anchors} entities, {self.decisions} decisions",
             f"  reconcile        {self.superseded_claims} claims superseded; {rc.get('retracted', 0)} facts retracted,"
             f" {rc.get('withdrawn', 0)} withdrawn",
+            *([f"  dead letters     {self.dead_letter} versions (see `corpusmem status`)"] if self.dead_letter else []),
             "  facts seconds    " + "  ".join(f"{k} {v:.2f}" for k, v in self.seconds.items()),
         ])
 
@@ -96,9 +100,11 @@ def _release(actors: list) -> None:
         ray.kill(actor)
 
 
-def run_facts(dsn: str, *, run_id: str, since: datetime, workers: int, model: ModelRef, device: str,
-              embed_batch_size: int, threads: int | None, extractor: ExtractorConfig | None = None) -> FactsReport:
-    """`extractor` of backend `openai` normalizes with the same endpoint; other backends by the rules."""
+def run_facts(dsn: str, *, run_id: str, workers: int, model: ModelRef, device: str,
+              embed_batch_size: int, threads: int | None, extractor: ExtractorConfig | None = None,
+              retry: RetryPolicy = RetryPolicy()) -> FactsReport:
+    """`extractor` of backend `openai` normalizes with the same endpoint; other backends by the rules.
+    `retry` bounds each unit's attempts against transient failures (`actors/db_writer.py`)."""
     import ray
     from ray.util import ActorPool
 
@@ -110,12 +116,13 @@ def run_facts(dsn: str, *, run_id: str, since: datetime, workers: int, model: Mo
         if versions:
             normalizer = ray.remote(num_cpus=_ACTOR_CPUS)(facts_shards.Normalizer)
             config = extractor if extractor is not None and extractor.backend == "openai" else None
-            actors = [normalizer.remote(dsn, config) for _ in range(min(shards, len(versions)))]
+            actors = [normalizer.remote(dsn, config, retry) for _ in range(min(shards, len(versions)))]
             pool = ActorPool(actors)
             batches = [versions[i:i + _VERSIONS_PER_CALL] for i in range(0, len(versions), _VERSIONS_PER_CALL)]
             for got in pool.map_unordered(lambda actor, batch: actor.normalize.remote(batch), batches):
                 report.claims_normalized += got["claims"]
                 report.assertions += got["assertions"]
+                report.dead_letter += got["dead_letter"]
             _release(actors)
         report.seconds["normalize"] = time.perf_counter() - t
 
@@ -124,11 +131,12 @@ def run_facts(dsn: str, *, run_id: str, since: datetime, workers: int, model: Mo
         if keys:
             resolver = ray.remote(num_cpus=_ACTOR_CPUS)(facts_shards.ResolverShard)
             parts = _split(sorted(keys), shards)
-            actors = [resolver.remote(dsn, run_id) for part in parts if part]
+            actors = [resolver.remote(dsn, run_id, retry) for part in parts if part]
             results = ray.get([a.resolve.remote({k: keys[k] for k in part})
                                for a, part in zip(actors, [p for p in parts if p])])
             _release(actors)
             for got in results:
+                report.dead_letter += got["dead_letter"]
                 for step, n in got["verdicts"].items():
                     report.mentions_resolved[step] = report.mentions_resolved.get(step, 0) + n
             report.merge_proposals = entities_sql.propose_merges(conn, run_id)
@@ -140,19 +148,20 @@ def run_facts(dsn: str, *, run_id: str, since: datetime, workers: int, model: Mo
         if anchors:
             adjudicator = ray.remote(num_cpus=_ACTOR_CPUS)(facts_shards.AdjudicatorShard)
             parts = [p for p in _split(anchors, shards) if p]
-            actors = [adjudicator.remote(dsn, run_id) for _ in parts]
+            actors = [adjudicator.remote(dsn, run_id, retry=retry) for _ in parts]
             results = ray.get([a.adjudicate.remote(p) for a, p in zip(actors, parts)])
             _release(actors)
             for got in results:
                 report.anchors += got["anchors"]
                 report.adjudicated += got["assertions"]
                 report.decisions += got["decisions"]
+                report.dead_letter += got["dead_letter"]
                 report.per_entity += got["per_entity"]
         report.seconds["adjudicate"] = time.perf_counter() - t
 
         t = time.perf_counter()
         report.superseded_claims = reconcile.supersede_living(conn)
-        report.reconcile = reconcile.reconcile_facts(conn, since, run_id)
+        report.reconcile = reconcile.reconcile_facts(conn, run_id)
         report.seconds["reconcile"] = time.perf_counter() - t
 
         t = time.perf_counter()

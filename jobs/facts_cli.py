@@ -94,8 +94,7 @@ def delete(settings: Settings, ref: str) -> str:
     """Delete a document (all versions) and reconcile the facts it supported."""
     with store.connect(store.resolve_dsn(settings), autocommit=True) as conn:
         doc_id, source_ref = claims_queries.find_document(conn, ref)
-        started = conn.execute("SELECT now()").fetchone()[0]
-        ended = reconcile.delete_document(conn, doc_id)
-        counts = reconcile.reconcile_facts(conn, started, None)
-    return (f"deleted {source_ref} (doc {doc_id}): {ended} claims no longer current; "
+        deletion = reconcile.delete_document(conn, doc_id)
+    counts = deletion.reconciled
+    return (f"deleted {source_ref} (doc {doc_id}): {deletion.claims_retired} claims no longer current; "
             f"{counts['recounted']} facts recounted, {counts['retracted']} retracted")

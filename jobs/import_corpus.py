@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from tqdm import tqdm
 
-from actors.db_writer import Ingest, LoadQueued, Write
+from actors.db_writer import Ingest, LoadQueued, RetryPolicy, Write
 from actors.embedder import (
     Embed,
     ModelNotFound,
@@ -36,7 +36,7 @@ from actors.extractor import (
     ExtractorUnavailable,
     build_extractor,
 )
-from jobs import facts, runtime
+from jobs import facts, runtime, shutdown
 from jobs.settings import Settings
 from pipeline import records
 from pipeline.documents import stages
@@ -44,6 +44,7 @@ from pipeline.documents.convert import ROUTES
 from pipeline.documents.sources import SourceOptions, list_sources
 from sql.store import authority as store
 from sql.store import runs
+from sql.write import ingest as ingest_sql
 
 if TYPE_CHECKING:
     from jobs import extract_llm
@@ -79,8 +80,11 @@ class ImportOptions:
     extractor: ExtractorConfig = ExtractorConfig()
     quiet: bool = False
     progress: bool = True
-    # versions `POST /ingest` queued, processed in place of reading and ingesting `paths`
-    queued: tuple[str, ...] = ()
+    # versions taken from the queue (`POST /ingest`, `retry`), processed in place of reading and
+    # ingesting `paths`: the run claims those still waiting for an owner
+    queued: tuple[str, ...] | None = None
+    # False (the processor): when other pipelines are in flight, leave the facts phase to them
+    wait_for_facts: bool = True
 
 
 @dataclass
@@ -101,6 +105,7 @@ class RunReport:
     pipeline_seconds: float = 0.0   # from the first source item to the last report row
     status: str = "running"
     facts: "facts.FactsReport | None" = None
+    facts_left_to: list[str] = field(default_factory=list)   # runs whose facts phase covers this one's
 
     def add(self, row: dict[str, Any]) -> None:
         self.seen += 1
@@ -131,7 +136,7 @@ class RunReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "status": self.status, "counts": self.counts,
-                "facts": self.facts.as_dict() if self.facts else None,
+                "facts": self.facts.as_dict() if self.facts else None, "facts_left_to": self.facts_left_to,
                 "failures": self.failures, "parked": self.parked,
                 "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
                 "wall_seconds": round(self.wall_seconds, 3),
@@ -162,6 +167,9 @@ class RunReport:
         ]
         if self.facts is not None:
             lines.append(self.facts.render())
+        if self.facts_left_to:
+            lines.append("  facts            left to run(s) " + ", ".join(self.facts_left_to)
+                         + ", whose pipeline was still running")
         return "\n".join(lines)
 
 
@@ -185,8 +193,6 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
     """Import `options.paths` into the memory named by `settings`; return the run report.
 
     `llm` replaces the `vllm` pass's processors (tests drive the pass with a stand-in engine)."""
-    import ray
-
     started = time.perf_counter()
     resources = runtime.init_ray(quiet=options.quiet)
     if runtime.alive_nodes() > 1 and not settings.dsn:
@@ -210,28 +216,111 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
     with store.connect(authority.dsn) as conn:
         store.drop_vector_indexes_if_empty(conn)
         run_id = runs.start_run(conn, list(options.paths), _options_record(options))
-        run_started_at = conn.execute("SELECT started_at FROM import_runs WHERE run_id = %s", (run_id,)).fetchone()[0]
     report = RunReport(run_id)
+    # The run's claims are alive exactly as long as this connection holds the run's lock
+    # (`runs.hold_run`); keepalives make a vanished driver's lock end even across a network.
+    owner = store.connect(authority.dsn, autocommit=True, application_name=f"corpusmem run {run_id}",
+                          keepalives=1, keepalives_idle=30, keepalives_interval=10, keepalives_count=3)
+    pipeline_started = time.perf_counter()
+    bar = None
+    try:
+        runs.hold_run(owner, run_id)
+        if options.queued is not None:
+            items = [{"version_id": v} for v in ingest_sql.claim_versions(owner, run_id, list(options.queued))]
+        else:
+            items = _source_items(options)
+        use_gpu = resources.get("GPU", 0) >= 1
+        threads = max(1, int(resources.get("CPU", 1)) // max(options.workers, 1))
+        device = "cuda" if use_gpu else settings.embedding_device
+        retry = retry_policy(settings)
+        bar = tqdm(total=len(items), unit="doc", desc="import", disable=not options.progress,
+                   file=sys.stderr, dynamic_ncols=True)
+        if items:
+            ds = _pipeline(options, settings, authority.dsn, run_id, items, model, extractor_version, llm,
+                           use_gpu, threads, retry)
+            for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
+                for row in batch.to_pylist():
+                    report.add(row)
+                bar.update(batch.num_rows)
+                bar.set_postfix(chunks=report.chunks, failed=report.outcomes[records.FAILED], refresh=False)
+        if llm is not None:
+            from jobs import extract_llm
 
-    items = [{"version_id": v} for v in options.queued] if options.queued else _source_items(options)
-    use_gpu = resources.get("GPU", 0) >= 1
-    threads = max(1, int(resources.get("CPU", 1)) // max(options.workers, 1))
+            landed = extract_llm.run(authority.dsn, settings.object_store_uri, llm, model, device=device,
+                                     embed_batch_size=settings.embed_batch_size, batch_size=options.batch_size)
+            report.claims += landed["claims"]
+            report.ledger_rows += landed["ledger_rows"]
+        bar.close()
+        runs.end_pipeline(owner, run_id)
+        if _wait_for_pipelines(owner, run_id, report, wait=options.wait_for_facts):
+            with runs.facts_phase(owner):
+                report.facts = facts.run_facts(
+                    authority.dsn, run_id=run_id, workers=options.workers, model=model, device=device,
+                    embed_batch_size=settings.embed_batch_size, threads=threads, extractor=options.extractor,
+                    retry=retry)
+                store.ensure_vector_indexes(owner)
+        report.status = "succeeded"
+    finally:
+        if bar is not None:
+            bar.close()
+        report.pipeline_seconds = time.perf_counter() - pipeline_started
+        report.wall_seconds = time.perf_counter() - started
+        if report.status != "succeeded":
+            report.status = "failed"
+        try:
+            runs.release_claims(owner, run_id)
+            runs.finish_run(owner, run_id, status=report.status, counts=report.counts,
+                            stage_seconds=dict(report.stage_seconds), report=report.as_dict())
+        finally:
+            owner.close()
+    return report
+
+
+def retry_policy(settings: Settings) -> RetryPolicy:
+    return RetryPolicy(attempts=settings.retry_attempts, backoff_s=settings.retry_backoff_s,
+                       backoff_max_s=settings.retry_backoff_max_s)
+
+
+def _wait_for_pipelines(owner, run_id: str, report: RunReport, *, wait: bool) -> bool:
+    """Whether this run goes on to the facts phase. The facts phase reads everything pending on
+    the authority, so the run waits for the document pipelines in flight elsewhere (another
+    import, a processor) to land first: concurrent imports then end with the facts one import
+    of all their documents decides, not with two halves decided apart. A run that does not
+    wait (the processor) leaves its facts to those runs, which will read its claims too: each
+    run releases its own pipeline lock before it looks at the others', so the last one to
+    finish always sees the rest finished."""
+    others = runs.pipelines_in_flight(owner, run_id)
+    if others and not wait:
+        report.facts_left_to = others
+        return False
+    for other in others:
+        runs.wait_for_pipeline(owner, other)
+    return True
+
+
+def _pipeline(options: ImportOptions, settings: Settings, dsn: str, run_id: str, items: list[dict[str, Any]],
+              model, extractor_version: str | None, llm, use_gpu: bool, threads: int, retry: RetryPolicy):
+    """The Ray Data pipeline of the run: source items (or claimed versions) to report rows."""
+    import ray
+
     pool = ray.data.ActorPoolStrategy(size=options.workers)
     b = options.batch_size
     target = settings.chunk_target_chars
     store_uri = settings.object_store_uri
 
-    if options.queued:
-        ds = ray.data.from_arrow(pa.table({"version_id": list(options.queued)}))
-        ds = ds.map_batches(LoadQueued, fn_constructor_kwargs={"dsn": authority.dsn, "object_store": store_uri},
+    if options.queued is not None:
+        ds = ray.data.from_arrow(pa.table({"version_id": [i["version_id"] for i in items]}))
+        ds = ds.map_batches(LoadQueued, fn_constructor_kwargs={"dsn": dsn, "object_store": store_uri,
+                                                                "run_id": run_id, "retry": retry},
                             compute=ray.data.ActorPoolStrategy(size=1), batch_size=b,
                             batch_format="pyarrow", num_cpus=_DB_ACTOR_CPUS)
     else:
         ds = _items_dataset(items)
         ds = ds.map_batches(stages.read, fn_kwargs={"options": options.source}, batch_size=b,
                             batch_format="pyarrow", num_cpus=_TASK_CPUS)
-        ds = ds.map_batches(Ingest, fn_constructor_kwargs={"dsn": authority.dsn, "object_store": store_uri,
-                                                            "run_id": run_id, "routable": tuple(ROUTES)},
+        ds = ds.map_batches(Ingest, fn_constructor_kwargs={"dsn": dsn, "object_store": store_uri,
+                                                            "run_id": run_id, "routable": tuple(ROUTES),
+                                                            "retry": retry},
                             compute=ray.data.ActorPoolStrategy(size=1), batch_size=b,
                             batch_format="pyarrow", num_cpus=_DB_ACTOR_CPUS)
     ds = ds.map_batches(stages.convert, batch_size=b, batch_format="pyarrow", num_cpus=_TASK_CPUS)
@@ -249,46 +338,10 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
                             "batch_size": settings.embed_batch_size, "threads": threads},
                         compute=pool, batch_size=max(b, _EMBED_BATCH_DOCS), batch_format="pyarrow",
                         **({"num_gpus": 1} if use_gpu else {"num_cpus": _embedder_cpus(options.workers)}))
-    ds = ds.map_batches(Write, fn_constructor_kwargs={"dsn": authority.dsn, "object_store": store_uri,
-                                                       "run_id": run_id, "extractor": extractor_version},
-                        compute=ray.data.ActorPoolStrategy(size=1), batch_size=b,
-                        batch_format="pyarrow", num_cpus=_DB_ACTOR_CPUS)
-
-    pipeline_started = time.perf_counter()
-    bar = tqdm(total=len(items), unit="doc", desc="import", disable=not options.progress,
-               file=sys.stderr, dynamic_ncols=True)
-    try:
-        for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
-            for row in batch.to_pylist():
-                report.add(row)
-            bar.update(batch.num_rows)
-            bar.set_postfix(chunks=report.chunks, failed=report.outcomes[records.FAILED], refresh=False)
-        if llm is not None:
-            from jobs import extract_llm
-
-            landed = extract_llm.run(authority.dsn, store_uri, llm, model,
-                                     device="cuda" if use_gpu else settings.embedding_device,
-                                     embed_batch_size=settings.embed_batch_size, batch_size=b)
-            report.claims += landed["claims"]
-            report.ledger_rows += landed["ledger_rows"]
-        bar.close()
-        report.facts = facts.run_facts(
-            authority.dsn, run_id=run_id, since=run_started_at, workers=options.workers, model=model,
-            device="cuda" if use_gpu else settings.embedding_device, embed_batch_size=settings.embed_batch_size,
-            threads=threads, extractor=options.extractor)
-        report.status = "succeeded"
-    finally:
-        bar.close()
-        report.pipeline_seconds = time.perf_counter() - pipeline_started
-        report.wall_seconds = time.perf_counter() - started
-        if report.status != "succeeded":
-            report.status = "failed"
-        with store.connect(authority.dsn) as conn:
-            if report.status == "succeeded":
-                store.ensure_vector_indexes(conn)
-            runs.finish_run(conn, run_id, status=report.status, counts=report.counts,
-                            stage_seconds=dict(report.stage_seconds), report=report.as_dict())
-    return report
+    return ds.map_batches(Write, fn_constructor_kwargs={"dsn": dsn, "object_store": store_uri, "run_id": run_id,
+                                                         "extractor": extractor_version, "retry": retry},
+                          compute=ray.data.ActorPoolStrategy(size=1), batch_size=b,
+                          batch_format="pyarrow", num_cpus=_DB_ACTOR_CPUS)
 
 
 def _options_record(options: ImportOptions) -> dict[str, Any]:
@@ -320,8 +373,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def options_from_args(args: argparse.Namespace, settings: Settings) -> ImportOptions:
+    """The options of an import started from the command line (`corpusmem import`, `main`).
+
+    Such an import owns its process, so from here on SIGINT and SIGTERM stop it: the run unwinds
+    with `shutdown.Interrupted` (its run is recorded as failed; a re-run resumes it), Ray and the
+    embedded PostgreSQL are let go, and the process exits with 128 + the signal."""
     if args.batch_size < 1 or args.workers < 1:
         raise SystemExit("corpusmem import: --batch-size and --workers must be at least 1")
+    shutdown.install(interrupt=True)
     source = SourceOptions.from_settings(
         settings, source_kind=args.source_kind, living=args.living, include=tuple(args.include),
         exclude=tuple(args.exclude), modified_at_from=args.modified_at_from)

@@ -61,14 +61,12 @@ class Pools:
         self.sync.close()
 
 
-# pgvector's HNSW scan returns at most `ef_search` rows (default 40); nomination asks for up to
-# 200 candidates a channel, as the seed's `candidate_k`.
-HNSW_EF_SEARCH = 200
-
-
 async def _configure(conn: psycopg.AsyncConnection) -> None:
     await register_vector_async(conn)
-    await conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(HNSW_EF_SEARCH),))
+    # every transaction of a read pool reads one snapshot and writes nothing
+    await conn.set_isolation_level(psycopg.IsolationLevel.REPEATABLE_READ)
+    await conn.set_read_only(True)
+    await conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(store.HNSW_EF_SEARCH),))
 
 
 def open_pools(dsn: str, *, general: int = 4, retrieval: int = 4, graph: int = 2, sync: int = 2) -> Pools:
@@ -153,8 +151,12 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
     app = FastAPI(title="corpusmem", version=deployment.build_revision, lifespan=lifespan,
                   description="The memory's read API: assured operations, lookups and documents.")
 
-    def conn(kind: str = "general") -> Any:
-        return getattr(pools, kind).connection()
+    @asynccontextmanager
+    async def conn(kind: str = "general") -> AsyncIterator[psycopg.AsyncConnection]:
+        """A read connection inside one REPEATABLE READ READ ONLY transaction: everything a route
+        reads (totals, evidence, co-members) comes from one snapshot of the authority."""
+        async with getattr(pools, kind).connection() as c, c.transaction():
+            yield c
 
     # Registered first, so it runs inside the credential check: refusals there count against nothing.
     app.middleware("http")(admission.middleware(deployment.limits))
@@ -358,19 +360,13 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
     @app.delete("/documents/{doc_id}", response_model=m.DocumentDeletion)
     def delete_document(doc_id: UUID) -> m.DocumentDeletion:
         with pools.sync.connection() as c:
-            started = c.execute("SELECT now()").fetchone()[0]
             try:
-                retired = reconcile.delete_document(c, str(doc_id))
+                deletion = reconcile.delete_document(c, str(doc_id))
             except reconcile.UnknownDocument as err:
                 raise HTTPException(404, "document_not_found") from err
-            reconcile.reconcile_facts(c, started, None)
-            closed = dict(c.execute(
-                "SELECT f.kind, count(*) FROM facts f JOIN fact_decisions d USING (fact_id)"
-                " WHERE d.outcome = 'retracted_source_removal' AND d.decided_at >= %s GROUP BY 1", (started,)).fetchall())
-            deleted_at = c.execute("SELECT deleted_at FROM documents WHERE doc_id = %s", (doc_id,)).fetchone()[0]
-        return m.DocumentDeletion(doc_id=doc_id, deleted_at=deleted_at, claims_retired=retired,
-                                  relations_closed=closed.get("relation", 0),
-                                  observations_closed=closed.get("observation", 0))
+        return m.DocumentDeletion(doc_id=doc_id, deleted_at=deletion.deleted_at, claims_retired=deletion.claims_retired,
+                                  relations_closed=deletion.reconciled["retracted_relations"],
+                                  observations_closed=deletion.reconciled["retracted_observations"])
 
     app.include_router(query_router(pools, deployment, embed))
     return app

@@ -192,13 +192,12 @@ def test_a_reextraction_that_loses_a_claim_withdraws_the_fact(memory, ray_local,
     write(tmp_path / "docs", {"2026-03-01-notes.md": "# Billing migration notes\n\nMarco signs off for finance.\n"})
     do_import(memory, tmp_path / "docs", modified_at_from="path")
     with psycopg.connect(memory.dsn, autocommit=True) as conn:
-        since = conn.execute("SELECT now()").fetchone()[0]
         # what a newer extractor does to a claim it no longer finds in unchanged bytes
         conn.execute("WITH gone AS (UPDATE claims SET is_current_testimony = false, currency_reason = 'reextracted'"
                      " RETURNING claim_id, version_id) INSERT INTO testimony_currency_events"
                      " (claim_id, is_current, reason, version_id) SELECT claim_id, false, 'reextracted', version_id"
                      " FROM gone")
-        counts = reconcile.reconcile_facts(conn, since, None)
+        counts = reconcile.reconcile_facts(conn, None)
     assert counts["withdrawn"] == 1 and counts["retracted"] == 0
     [fact] = ask(memory, "Marco", now=utc(2026, 4, 1)).values()
     assert (fact.support, fact.evidence_count, fact.validity["invalidated_at"]) == ("withdrawn", 0, None)

@@ -10,7 +10,8 @@ a release reports the same hash:
   comments`), and `GET /query/space` can return it as it is.
 - `sql/migrations/0004_memory_v1.sql`: the SQL of every view and function, cut into sections by
   its `-- @view NAME` / `-- @function NAME` / `-- @support NAME` / `-- @grants` markers. The
-  section text is the object's definition in the manifest.
+  section text is the object's definition in the manifest. A later migration's `@support`
+  sections (0007: what the memory serves) replace or extend 0004's.
 - `sql/query_space/query_catalog.py`: limits and grammar lists.
 
 `check_live(conn)` compares a database against that: view columns (names, order, types),
@@ -59,6 +60,17 @@ def space_text() -> str:
 
 def migration_text() -> str:
     return resources.files("sql").joinpath("migrations").joinpath(MIGRATION_FILE).read_text(encoding="utf-8")
+
+
+def later_support() -> dict[str, str]:
+    """The `@support` sections of the migrations after 0004, in order: a later migration that
+    redefines a building block of the views (applied migrations never change) replaces its text."""
+    found: dict[str, str] = {}
+    directory = resources.files("sql").joinpath("migrations")
+    for entry in sorted(directory.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".sql") and entry.name > MIGRATION_FILE:
+            found.update(sections(entry.read_text(encoding="utf-8"))["support"])
+    return found
 
 
 def sections(sql_text: str) -> dict[str, dict[str, str]]:
@@ -117,6 +129,7 @@ def manifest(space: str | None = None, migration: str | None = None) -> dict[str
     """The whole manifest; `space` and `migration` default to the checked-in files."""
     description = json.loads(space if space is not None else space_text())
     parts = sections(migration if migration is not None else migration_text())
+    parts["support"].update(later_support())
     views = []
     for view in description["views"]:
         definition = parts["view"].get(view["name"])
@@ -199,7 +212,8 @@ _SEARCH_PATH = "search_path=pg_catalog, pg_temp"
 def _live(conn: psycopg.Connection) -> tuple[list[tuple], list[tuple], int]:
     # pg_get_viewdef qualifies names by the search_path: fix it so every database prints alike
     with conn.transaction():
-        conn.execute("SELECT set_config('search_path', 'pg_catalog', true)")
+        # SET LOCAL, not set_config: the sandbox role, which may run this check, cannot call it
+        conn.execute("SET LOCAL search_path = pg_catalog")
         views = conn.execute(_LIVE_VIEWS).fetchall()
         functions = conn.execute(_LIVE_FUNCTIONS).fetchall()
         major = int(conn.execute("SELECT current_setting('server_version_num')::int / 10000").fetchone()[0])

@@ -6,6 +6,8 @@ from typing import Any
 
 import psycopg
 
+from sql.read.read_queries import servable
+
 # the floor of `bench serve`: what pgvector alone costs for the nearest claims, with no API,
 # confirmation or fusion
 BARE_NEAREST_CLAIMS = "SELECT claim_id FROM claims ORDER BY embedding <=> %b LIMIT 10"
@@ -25,7 +27,8 @@ def memory_figures(conn: psycopg.Connection) -> dict[str, int]:
     figures = {table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # fixed names
                for table in ("claims", "entities", "facts")}
     # deleted documents are never served, so only live ones describe the memory being read
-    figures["documents"] = conn.execute("SELECT count(*) FROM documents WHERE deleted_at IS NULL").fetchone()[0]
+    figures["documents"] = conn.execute(
+        f"SELECT count(*) FROM documents d WHERE {servable('document', 'd')}").fetchone()[0]
     return figures
 
 

@@ -7,20 +7,25 @@ from typing import Any
 
 import psycopg
 
+from sql.read.read_queries import servable
+
 
 class DocumentNotFound(LookupError):
     pass
 
 
 def find_document(conn: psycopg.Connection, ref: str) -> tuple[str, str]:
-    """(doc_id, source_ref) for a doc_id, a source_ref, a path suffix of one, or a title."""
+    """(doc_id, source_ref) of a live document, for a doc_id, a source_ref, a path suffix of one,
+    or a title."""
+    live = servable("document", "d")
     try:
         uuid.UUID(ref)
-        rows = conn.execute("SELECT doc_id, source_ref FROM documents WHERE doc_id = %s", (ref,)).fetchall()
+        rows = conn.execute(f"SELECT doc_id, source_ref FROM documents d WHERE doc_id = %s AND {live}",
+                            (ref,)).fetchall()
     except ValueError:
         rows = conn.execute(
-            "SELECT doc_id, source_ref FROM documents WHERE source_ref = %s OR title = %s"
-            " OR source_ref LIKE '%%/' || %s ORDER BY source_ref", (ref, ref, ref)).fetchall()
+            f"SELECT doc_id, source_ref FROM documents d WHERE (source_ref = %s OR title = %s"
+            f" OR source_ref LIKE '%%/' || %s) AND {live} ORDER BY source_ref", (ref, ref, ref)).fetchall()
     if not rows:
         raise DocumentNotFound(f"no document matches {ref!r} (give a doc_id, a source_ref or a title)")
     if len(rows) > 1:

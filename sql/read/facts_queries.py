@@ -1,6 +1,7 @@
 """SQL of fact retrieval: names to entities, the nomination channels, confirmation, co-members.
 
-Retrieval itself (which channels, how they are fused, what a time question keeps) is decided in
+Nominations read the indexes of the base tables; what they nominate is only served once
+`confirm` (or a lookup) has checked it against the servable views. Retrieval itself (which channels, how they are fused, what a time question keeps) is decided in
 `serve/retrieval/facts.py`; these functions only read.
 """
 
@@ -14,7 +15,7 @@ import psycopg
 from pgvector.psycopg import register_vector_async
 
 from pipeline.facts import names
-from sql.read.read_queries import Conn, fetch
+from sql.read.read_queries import Conn, fetch, servable
 
 T = TypeVar("T")
 
@@ -40,17 +41,19 @@ async def find_entities(conn: Conn, name: str) -> list[tuple[str, str, str]]:
     """(entity_id, canonical_name, tier) for a name: exact alias (T0), else similar spelling (T1),
     else similar sound (T2). Never picks among several: every candidate comes back."""
     key = names.key(name)
+    live = servable("entity", "e")
     rows = await fetch(conn, "SELECT DISTINCT e.entity_id::text, e.canonical_name FROM entity_aliases a"
-                             " JOIN entities e USING (entity_id) WHERE a.alias_key = %s ORDER BY 2, 1", (key,))
+                             f" JOIN entities e USING (entity_id) WHERE a.alias_key = %s AND {live} ORDER BY 2, 1",
+                       (key,))
     if rows:
         return [(r[0], r[1], "T0") for r in rows]
     rows = await fetch(conn, "SELECT e.entity_id::text, e.canonical_name, max(similarity(a.alias_key, %(k)s)) s"
                              " FROM entity_aliases a JOIN entities e USING (entity_id) WHERE a.alias_key %% %(k)s"
-                             " GROUP BY 1, 2 ORDER BY s DESC, 2, 1 LIMIT 10", {"k": key})
+                             f" AND {live} GROUP BY 1, 2 ORDER BY s DESC, 2, 1 LIMIT 10", {"k": key})
     if rows:
         return [(r[0], r[1], "T1") for r in rows]
     rows = await fetch(conn, "SELECT DISTINCT e.entity_id::text, e.canonical_name FROM entity_aliases a"
-                             " JOIN entities e USING (entity_id) WHERE a.dm_codes && daitch_mokotoff(%s)"
+                             f" JOIN entities e USING (entity_id) WHERE a.dm_codes && daitch_mokotoff(%s) AND {live}"
                              " ORDER BY 2, 1 LIMIT 10", (key,))
     return [(r[0], r[1], "T2") for r in rows]
 
@@ -90,14 +93,14 @@ async def best_profiles(conn: Conn, vector: Any) -> list[str]:
 
 
 async def confirm(conn: Conn, ids: list[str]) -> list[tuple]:
-    """The nominated facts still believed (not invalidated), in nomination order."""
+    """The nominated facts the memory holds now, in nomination order."""
     return await fetch(conn, f"SELECT {FACT_COLUMNS} FROM facts f WHERE f.fact_id = ANY(%(ids)s::uuid[])"
-                             " AND f.invalidated_at IS NULL ORDER BY array_position(%(ids)s::uuid[], f.fact_id)",
+                             f" AND {servable('fact', 'f')} ORDER BY array_position(%(ids)s::uuid[], f.fact_id)",
                        {"ids": ids})
 
 
 async def group_members(conn: Conn, groups: list[str]) -> list[tuple]:
-    """The believed members of the contradiction groups, strongest first."""
+    """The members of the contradiction groups the memory holds now, strongest first."""
     return await fetch(conn, f"SELECT {FACT_COLUMNS} FROM facts f WHERE f.contradiction_group = ANY(%s::uuid[])"
-                             " AND f.invalidated_at IS NULL ORDER BY f.evidence_count DESC, f.label, f.fact_id",
+                             f" AND {servable('fact', 'f')} ORDER BY f.evidence_count DESC, f.label, f.fact_id",
                        (groups,))

@@ -1,7 +1,8 @@
 """SQL of the read API beyond facts themselves: evidence samples and totals, context hits.
 
 Every read runs on an async psycopg connection (the API's pools); `fetch`, `fetch_one` and
-`fetch_dicts` are the three shapes a read takes.
+`fetch_dicts` are the three shapes a read takes. What may be served is never restated here:
+every read names, through `servable`, one of the views that decide it (migrations 0004, 0007).
 """
 
 from __future__ import annotations
@@ -14,6 +15,24 @@ from psycopg.rows import dict_row
 from sql.write.ingest import child_id
 
 Conn = psycopg.AsyncConnection
+
+# The view that decides, for each kind of row, whether the memory serves it.
+_SERVABLE = {
+    "document": ("doc_id", "memory_v1_private.lineages"),           # live documents
+    "content": ("version_id", "memory_v1_private.current_content"),  # their current readings
+    "claim": ("claim_id", "memory_v1_private.live_claims"),          # current testimony
+    "visible_claim": ("claim_id", "memory_v1_private.visible_claims"),  # any testimony of a live document
+    "fact": ("fact_id", "memory_v1_private.believed_facts"),         # held now
+    "visible_fact": ("fact_id", "memory_v1_private.visible_facts"),  # with surviving provenance, any belief
+    "entity": ("entity_id", "memory_v1_private.entity_provenance"),
+}
+
+
+def servable(kind: str, alias: str, column: str | None = None) -> str:
+    """The condition that the row `alias` (its `column`, by default the kind's key) is servable
+    as a `kind`: a semi-join on the deciding view, which the planner turns into an index probe."""
+    key, view = _SERVABLE[kind]
+    return f"{alias}.{column or key} IN (SELECT {key} FROM {view})"
 
 
 async def fetch(conn: Conn, sql: str, params: Any = None) -> list[tuple]:
@@ -53,8 +72,8 @@ async def fact_evidence(conn: Conn, facts: list[tuple[str, str]], *, per_stance:
         "                                 ORDER BY e.asserted_at DESC NULLS LAST, e.claim_id) AS n,"
         "         count(*) OVER (PARTITION BY e.fact_id, e.stance) AS total"
         "  FROM (SELECT DISTINCT e.fact_id, e.claim_id, e.stance, c.asserted_at"
-        "        FROM fact_evidence e JOIN claims c USING (claim_id)"
-        "        WHERE e.fact_id = ANY(%s::uuid[]) AND c.is_current_testimony) e) e"
+        "        FROM fact_evidence e JOIN memory_v1_private.live_claims c USING (claim_id)"
+        "        WHERE e.fact_id = ANY(%s::uuid[])) e) e"
         " WHERE e.n <= %s ORDER BY array_position(%s::uuid[], e.fact_id), e.stance DESC, e.n",
         (ids, per_stance, ids))
     totals = {(f, s): n for f, _, s, n in sampled}
@@ -71,10 +90,15 @@ async def fact_evidence(conn: Conn, facts: list[tuple[str, str]], *, per_stance:
         returned[key] = returned.get(key, 0) + 1
     total_rows = [{"fact_kind": kinds[f], "fact_id": f, "stance": s, "returned": returned.get((f, s), 0), "total": n}
                   for (f, s), n in sorted(totals.items(), key=lambda kv: (ids.index(kv[0][0]), kv[0][1]))]
-    claims = await fetch_dicts(conn, f"SELECT {_CLAIM_COLUMNS} FROM claims c JOIN documents d USING (doc_id)"
-                               " WHERE c.claim_id = ANY(%s::uuid[]) ORDER BY array_position(%s::uuid[], c.claim_id)",
-                               (chosen, chosen))
-    return links, total_rows, claims
+    return links, total_rows, await claims_in_order(conn, chosen)
+
+
+async def claims_in_order(conn: Conn, ids: list[str], kind: str = "claim") -> list[dict[str, Any]]:
+    """The claims among `ids` that are servable as `kind` (`claim`: current testimony;
+    `visible_claim`: any testimony of a live document), in the given order."""
+    return await fetch_dicts(conn, f"SELECT {_CLAIM_COLUMNS} FROM claims c JOIN documents d USING (doc_id)"
+                                   f" WHERE c.claim_id = ANY(%s::uuid[]) AND {servable(kind, 'c')}"
+                                   " ORDER BY array_position(%s::uuid[], c.claim_id)", (ids, ids))
 
 
 async def context_hits(conn: Conn, candidates: list[str], context: list[str]) -> dict[str, int]:
@@ -83,7 +107,7 @@ async def context_hits(conn: Conn, candidates: list[str], context: list[str]) ->
         return {}
     return dict(await fetch(
         conn, "SELECT c::text, count(f.fact_id) FROM unnest(%s::uuid[]) c JOIN facts f ON f.kind = 'relation'"
-        " AND f.invalidated_at IS NULL AND (f.valid_until IS NULL OR f.valid_until > now())"
+        f" AND {servable('fact', 'f')} AND (f.valid_until IS NULL OR f.valid_until > now())"
         " AND ((f.subject_id = c AND f.object_id = ANY(%s::uuid[])) OR (f.object_id = c AND f.subject_id = ANY(%s::uuid[])))"
         " GROUP BY 1", (candidates, context, context)))
 
@@ -97,7 +121,7 @@ async def lookup_relations(conn: Conn, *, subject: str | None, predicate: str | 
     """Live relations whose window covers `at` (an unknown bound is open on that side), strongest
     evidence first; k + 1 rows so the caller knows whether more exist."""
     return await fetch(
-        conn, f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.kind = 'relation' AND f.invalidated_at IS NULL"
+        conn, f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.kind = 'relation' AND {servable('fact', 'f')}"
         " AND (%(s)s::uuid IS NULL OR f.subject_id = %(s)s::uuid) AND (%(p)s::text IS NULL OR f.predicate = %(p)s)"
         " AND (%(o)s::uuid IS NULL OR f.object_id = %(o)s::uuid)"
         " AND (f.valid_from IS NULL OR f.valid_from <= %(at)s) AND (f.valid_until IS NULL OR f.valid_until > %(at)s)"
@@ -110,7 +134,7 @@ async def lookup_observations(conn: Conn, entity_id: str, at: Any, k: int,
     order = "f.embedding <=> %(v)b, f.fact_id" if vector is not None else \
         "f.evidence_count DESC, f.ingested_at DESC, f.fact_id"
     return await fetch(
-        conn, f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.kind = 'observation' AND f.invalidated_at IS NULL"
+        conn, f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.kind = 'observation' AND {servable('fact', 'f')}"
         " AND f.subject_id = %(e)s AND (f.valid_from IS NULL OR f.valid_from <= %(at)s)"
         " AND (f.valid_until IS NULL OR f.valid_until > %(at)s)"
         + (" AND f.embedding IS NOT NULL" if vector is not None else "") +
@@ -118,21 +142,25 @@ async def lookup_observations(conn: Conn, entity_id: str, at: Any, k: int,
 
 
 async def fact_row(conn: Conn, fact_id: str) -> tuple | None:
+    """A fact with surviving provenance, retracted or not (the audit path)."""
     return await fetch_one(conn, f"SELECT {_FACT_COLUMNS}, f.subject_id::text, f.object_id::text FROM facts f"
-                           " WHERE f.fact_id = %s", (fact_id,))
+                           f" WHERE f.fact_id = %s AND {servable('visible_fact', 'f')}", (fact_id,))
 
 
 async def all_evidence(conn: Conn, fact_id: str) -> list[dict[str, Any]]:
-    return await fetch_dicts(conn, f"SELECT {_CLAIM_COLUMNS} FROM fact_evidence e JOIN claims c USING (claim_id)"
-                                   " JOIN documents d ON d.doc_id = c.doc_id WHERE e.fact_id = %s"
+    """Every claim of a live document behind the fact, current testimony or not."""
+    return await fetch_dicts(conn, f"SELECT DISTINCT {_CLAIM_COLUMNS} FROM fact_evidence e JOIN claims c USING (claim_id)"
+                                   f" JOIN documents d ON d.doc_id = c.doc_id WHERE e.fact_id = %s"
+                                   f" AND {servable('visible_claim', 'c')}"
                                    " ORDER BY c.asserted_at NULLS LAST, c.claim_id", (fact_id,))
 
 
 async def sources(conn: Conn, doc_ids: list[str]) -> list[tuple]:
+    """Live documents with the object key of their current reading."""
     return await fetch(
-        conn, "SELECT d.doc_id, d.title, d.source_kind, (SELECT r.object_key FROM versions v JOIN representations r"
-        " USING (version_id) WHERE v.doc_id = d.doc_id ORDER BY v.seq DESC LIMIT 1)"
-        " FROM documents d WHERE d.doc_id = ANY(%s::uuid[]) ORDER BY d.doc_id", (doc_ids,))
+        conn, "SELECT l.doc_id, l.title, l.source_kind, r.object_key FROM memory_v1_private.lineages l"
+        " LEFT JOIN representations r ON r.version_id = l.current_representation_id"
+        " WHERE l.doc_id = ANY(%s::uuid[]) ORDER BY l.doc_id", (doc_ids,))
 
 
 async def transcript(conn: Conn, fact_id: str, limit: int) -> tuple[list[tuple], int]:
@@ -194,25 +222,23 @@ async def nominate(conn: Conn, table: str, channel: str, query: str, vector: Any
 
 async def confirm_claims(conn: Conn, ids: list[str]) -> list[dict[str, Any]]:
     """The nominated claims that are still current testimony of a live document, in the given order."""
-    return await fetch_dicts(conn, f"SELECT {_CLAIM_COLUMNS} FROM claims c JOIN documents d USING (doc_id)"
-                                   " WHERE c.claim_id = ANY(%s::uuid[]) AND c.is_current_testimony"
-                                   " AND d.deleted_at IS NULL ORDER BY array_position(%s::uuid[], c.claim_id)",
-                             (ids, ids))
+    return await claims_in_order(conn, ids)
 
 
 async def confirm_chunks(conn: Conn, ids: list[str]) -> list[dict[str, Any]]:
-    """Nominated chunks of live documents' newest finished versions, in the given order."""
-    return await _chunks(conn, "ch.chunk_id = ANY(%(ids)s::uuid[]) AND d.deleted_at IS NULL AND v.status = 'ready'"
-                         " AND v.seq = (SELECT max(seq) FROM versions w WHERE w.doc_id = d.doc_id AND w.status = 'ready')"
+    """Nominated chunks of live documents' current readings, in the given order."""
+    return await _chunks(conn, f"ch.chunk_id = ANY(%(ids)s::uuid[]) AND {servable('content', 'ch')}"
                          " ORDER BY array_position(%(ids)s::uuid[], ch.chunk_id)", {"ids": ids})
 
 
 async def adjacent_chunks(conn: Conn, chunk_id: str, window: int) -> list[dict[str, Any]] | None:
-    """The chunk and its neighbours within `window` in the same version; None for an unknown chunk."""
-    row = await fetch_one(conn, "SELECT version_id, ord FROM chunks WHERE chunk_id = %s", (chunk_id,))
+    """The chunk and its neighbours within `window` in the same reading; None for a chunk that is
+    not part of a live document's current reading."""
+    row = await fetch_one(conn, f"SELECT version_id, ord FROM chunks ch WHERE chunk_id = %s AND {servable('content', 'ch')}",
+                          (chunk_id,))
     if row is None:
         return None
-    return await _chunks(conn, "ch.version_id = %(v)s AND ch.ord BETWEEN %(lo)s AND %(hi)s AND d.deleted_at IS NULL"
+    return await _chunks(conn, f"ch.version_id = %(v)s AND ch.ord BETWEEN %(lo)s AND %(hi)s AND {servable('content', 'ch')}"
                          " ORDER BY ch.ord", {"v": row[0], "lo": row[1] - window, "hi": row[1] + window})
 
 
@@ -220,7 +246,7 @@ async def documents_page(conn: Conn, limit: int, after: str | None, status: str 
     return await fetch(
         conn, "SELECT d.doc_id, d.title, d.source_kind, d.source_ref, d.created_at, v.version_id, v.seq, v.status,"
         " v.ingested_at, v.error FROM documents d JOIN LATERAL (SELECT * FROM versions w WHERE w.doc_id = d.doc_id"
-        " ORDER BY w.seq DESC LIMIT 1) v ON true WHERE d.deleted_at IS NULL"
+        f" ORDER BY w.seq DESC LIMIT 1) v ON true WHERE {servable('document', 'd')}"
         " AND (%(after)s::uuid IS NULL OR d.doc_id > %(after)s::uuid) AND (%(st)s::text IS NULL OR v.status = %(st)s)"
         " ORDER BY d.doc_id LIMIT %(n)s", {"after": after, "st": status, "n": limit + 1})
 
@@ -232,11 +258,20 @@ READINESS_STAGES = ("convert", "structure", "chunk", "embed_chunk", "extract_cla
 
 
 async def stage_statuses(conn: Conn, version_ids: list[str]) -> dict[str, dict[str, tuple]]:
-    """{version_id: {stage: (status, finished_at, defer_reason)}} for the versions that exist."""
+    """{version_id: {stage: (status, finished_at, defer_reason)}} for the versions that exist, in
+    the seed's readiness vocabulary: `failed` means a retry is scheduled (`retry_backoff`), and
+    work nothing will retry on its own is `dead_letter`, whether it ran out of attempts or failed
+    permanently (a corrupt file), so a client stops waiting at once. Work held by an owner that
+    died waits to be taken over: `pending`."""
     out: dict[str, dict[str, tuple]] = {}
     for version_id, stage, status, finished, defer in await fetch(
-            conn, "SELECT version_id::text, stage, status, finished_at, defer_reason FROM stage_work"
-            " WHERE version_id = ANY(%s::uuid[])", (version_ids,)):
+            conn, "SELECT version_id::text, stage, CASE"
+            "   WHEN owner_run IS NOT NULL AND NOT run_is_live(owner_run) THEN 'pending'"
+            "   WHEN status = 'failed' AND defer_reason IS DISTINCT FROM 'retry_backoff' THEN 'dead_letter'"
+            "   ELSE status END,"
+            " finished_at, CASE WHEN owner_run IS NOT NULL AND NOT run_is_live(owner_run) THEN NULL"
+            "   ELSE defer_reason END"
+            " FROM stage_work WHERE version_id = ANY(%s::uuid[])", (version_ids,)):
         out.setdefault(version_id, {})[stage] = (status, finished, defer)
     return out
 
@@ -257,8 +292,11 @@ async def graph_edges(conn: Conn, frontier: list[str], *, valid_at: Any, believe
     `believed_at` (now: not invalidated), withdrawn ones excluded; at most `limit`."""
     belief = ("f.ingested_at <= %(b)s AND (f.invalidated_at IS NULL OR f.invalidated_at > %(b)s)"
               if believed_at is not None else "f.invalidated_at IS NULL")
+    # The graph's edges are memory_v1's: relations with surviving provenance between entities with
+    # live provenance.
     return await fetch(
-        conn, f"SELECT {_EDGE_COLUMNS} FROM facts f WHERE f.kind = 'relation' AND {belief} AND f.support = 'current'"
+        conn, f"SELECT {_EDGE_COLUMNS} FROM facts f JOIN memory_v1.graph_edges_visible_history g"
+        f" ON g.relation_id = f.fact_id WHERE {belief} AND f.support = 'current'"
         " AND (f.subject_id = ANY(%(f)s::uuid[]) OR f.object_id = ANY(%(f)s::uuid[]))"
         " AND (cardinality(%(p)s::text[]) = 0 OR f.predicate = ANY(%(p)s::text[]))"
         " AND (f.valid_from IS NULL OR f.valid_from <= %(v)s) AND (f.valid_until IS NULL OR f.valid_until > %(v)s)"
@@ -267,10 +305,11 @@ async def graph_edges(conn: Conn, frontier: list[str], *, valid_at: Any, believe
 
 
 async def entity_names(conn: Conn, ids: list[str]) -> dict[str, str]:
-    return dict(await fetch(conn, "SELECT entity_id::text, canonical_name FROM entities"
-                                  " WHERE entity_id = ANY(%s::uuid[])", (ids,)))
+    """{entity_id: canonical name} of the servable entities among `ids`: any other is unknown."""
+    return dict(await fetch(conn, "SELECT e.entity_id::text, e.canonical_name FROM entities e"
+                                  f" WHERE e.entity_id = ANY(%s::uuid[]) AND {servable('entity', 'e')}", (ids,)))
 
 
 async def live_documents(conn: Conn, ids: list[str]) -> set[str]:
-    return {r[0] for r in await fetch(conn, "SELECT doc_id::text FROM documents WHERE doc_id = ANY(%s::uuid[])"
-                                            " AND deleted_at IS NULL", (ids,))}
+    return {r[0] for r in await fetch(conn, "SELECT d.doc_id::text FROM documents d WHERE d.doc_id = ANY(%s::uuid[])"
+                                            f" AND {servable('document', 'd')}", (ids,))}

@@ -3,8 +3,10 @@
 - Living documents: once a new version has its claims, the earlier versions' claims that no
   passage of it carries any more stop being current (`version_superseded`); a claim whose text
   moved to another passage of the same document is still carried.
-- Deleting a document ends the currency of all its claims (`version_deleted`).
-- Every fact those claims touched is recounted. A fact left with no current support is
+- Deleting a document ends the currency of all its claims (`version_deleted`) and reconciles the
+  facts they supported in the same transaction.
+- Every fact those claims touched is recounted, from a persisted watermark over the currency
+  events, so a reconcile that was interrupted is finished by the next import or server start. A fact left with no current support is
   retracted (`invalidated_at`, transcript `retracted_source_removal`, `valid_until` untouched)
   when a source stopped saying it, or marked `support: withdrawn` when only a re-reading of
   unchanged bytes lost it; withdrawn facts are still returned.
@@ -12,6 +14,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 import psycopg
@@ -25,32 +28,55 @@ class UnknownDocument(LookupError):
     """No live document has this ID."""
 
 
+# Every writer of testimony_currency_events takes this lock shared for its transaction, and a
+# reconcile takes it exclusively: when a reconcile reads the events past its watermark, no
+# transaction that could still commit an event with a lower id is open.
+RECONCILE_LOCK = 0x7265636F  # "reco"
+
+
+def hold_for_events(conn: psycopg.Connection | psycopg.Cursor) -> None:
+    """Call inside the transaction that records currency events, before it records them."""
+    conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", (RECONCILE_LOCK,))
+
+
 def supersede_living(conn: psycopg.Connection) -> int:
     """Claims of living documents that their latest finished version no longer carries."""
-    cur = conn.execute(
-        "WITH latest AS (SELECT DISTINCT ON (v.doc_id) v.doc_id, v.version_id FROM versions v"
-        "                JOIN documents d USING (doc_id) JOIN stage_work w ON w.version_id = v.version_id"
-        "                 AND w.stage = 'extract_claims' AND w.status = 'succeeded'"
-        "                WHERE d.versioning_mode = 'living' AND d.deleted_at IS NULL AND v.status = 'ready'"
-        "                ORDER BY v.doc_id, v.seq DESC),"
-        " gone AS (UPDATE claims c SET is_current_testimony = false, currency_reason = 'version_superseded'"
-        "          FROM latest l WHERE c.doc_id = l.doc_id AND c.is_current_testimony"
-        "          AND NOT EXISTS (SELECT 1 FROM claim_occurrences o WHERE o.claim_id = c.claim_id"
-        "                          AND o.version_id = l.version_id)"
-        "          AND NOT EXISTS (SELECT 1 FROM claim_occurrences o JOIN claims moved ON moved.claim_id = o.claim_id"
-        "                          WHERE o.version_id = l.version_id AND moved.claim_text = c.claim_text)"
-        "          RETURNING c.claim_id, l.version_id)"
-        " INSERT INTO testimony_currency_events (claim_id, is_current, reason, version_id)"
-        " SELECT claim_id, false, 'version_superseded', version_id FROM gone")
-    return cur.rowcount
-
-
-def delete_document(conn: psycopg.Connection, doc_id: str) -> int:
-    """Delete every version of a document: its claims stop being current (`version_deleted`).
-    Returns how many claims that ended; facts are reconciled by `reconcile_facts`."""
     with conn.transaction():
+        hold_for_events(conn)
+        cur = conn.execute(
+            "WITH latest AS (SELECT DISTINCT ON (v.doc_id) v.doc_id, v.version_id FROM versions v"
+            "                JOIN documents d USING (doc_id) JOIN stage_work w ON w.version_id = v.version_id"
+            "                 AND w.stage = 'extract_claims' AND w.status = 'succeeded'"
+            "                WHERE d.versioning_mode = 'living' AND d.deleted_at IS NULL AND v.status = 'ready'"
+            "                ORDER BY v.doc_id, v.seq DESC),"
+            " gone AS (UPDATE claims c SET is_current_testimony = false, currency_reason = 'version_superseded'"
+            "          FROM latest l WHERE c.doc_id = l.doc_id AND c.is_current_testimony"
+            "          AND NOT EXISTS (SELECT 1 FROM claim_occurrences o WHERE o.claim_id = c.claim_id"
+            "                          AND o.version_id = l.version_id)"
+            "          AND NOT EXISTS (SELECT 1 FROM claim_occurrences o JOIN claims moved ON moved.claim_id = o.claim_id"
+            "                          WHERE o.version_id = l.version_id AND moved.claim_text = c.claim_text)"
+            "          RETURNING c.claim_id, l.version_id)"
+            " INSERT INTO testimony_currency_events (claim_id, is_current, reason, version_id)"
+            " SELECT claim_id, false, 'version_superseded', version_id FROM gone")
+        return cur.rowcount
+
+
+@dataclass(frozen=True)
+class Deletion:
+    claims_retired: int
+    reconciled: dict[str, int]   # what `reconcile_facts` did, in the same transaction
+    deleted_at: datetime
+
+
+def delete_document(conn: psycopg.Connection, doc_id: str, run_id: str | None = None) -> Deletion:
+    """Delete every version of a document and reconcile the facts it supported, in one
+    transaction: its claims stop being current (`version_deleted`), every fact they touched is
+    recounted, and facts left without support are retracted before anyone can read the document
+    as gone but its facts as standing."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (RECONCILE_LOCK,))
         row = conn.execute("UPDATE documents SET deleted_at = now() WHERE doc_id = %s AND deleted_at IS NULL"
-                           " RETURNING doc_id", (doc_id,)).fetchone()
+                           " RETURNING deleted_at", (doc_id,)).fetchone()
         if row is None:
             raise UnknownDocument(f"no document {doc_id} (or it is already deleted)")
         conn.execute("UPDATE versions SET status = 'deleted' WHERE doc_id = %s", (doc_id,))
@@ -59,17 +85,26 @@ def delete_document(conn: psycopg.Connection, doc_id: str) -> int:
             "              WHERE doc_id = %s AND is_current_testimony RETURNING claim_id, version_id)"
             " INSERT INTO testimony_currency_events (claim_id, is_current, reason, version_id)"
             " SELECT claim_id, false, 'version_deleted', version_id FROM gone", (doc_id,))
-        return cur.rowcount
+        return Deletion(cur.rowcount, reconcile_facts(conn, run_id), row[0])
 
 
-def reconcile_facts(conn: psycopg.Connection, since: datetime, run_id: str | None) -> dict[str, int]:
-    """Recount the facts whose claims changed currency since `since`; retract, withdraw or
-    restore them as their support says."""
-    out = {"recounted": 0, "retracted": 0, "withdrawn": 0, "restored": 0}
+def reconcile_facts(conn: psycopg.Connection, run_id: str | None) -> dict[str, int]:
+    """Recount the facts whose claims changed currency since the persisted watermark; retract,
+    withdraw or restore them as their support says; advance the watermark, all in one
+    transaction. A reconcile that was interrupted is finished by the next one."""
+    out = {"recounted": 0, "retracted": 0, "retracted_relations": 0, "retracted_observations": 0,
+           "withdrawn": 0, "restored": 0}
     with conn.transaction(), conn.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (RECONCILE_LOCK,))
+        [mark] = cur.execute("SELECT last_event_id FROM reconcile_watermark FOR UPDATE").fetchone()
+        [latest] = cur.execute("SELECT max(event_id) FROM testimony_currency_events WHERE event_id > %s",
+                               (mark,)).fetchone()
+        if latest is None:
+            return out
         fact_ids = [r[0] for r in cur.execute(
             "SELECT DISTINCT e.fact_id::text FROM fact_evidence e JOIN testimony_currency_events t"
-            " USING (claim_id) WHERE t.occurred_at >= %s", (since,)).fetchall()]
+            " USING (claim_id) WHERE t.event_id > %s AND t.event_id <= %s", (mark, latest)).fetchall()]
+        cur.execute("UPDATE reconcile_watermark SET last_event_id = %s, advanced_at = now()", (latest,))
         if not fact_ids:
             return out
         recount(cur, fact_ids)
@@ -101,7 +136,9 @@ def reconcile_facts(conn: psycopg.Connection, since: datetime, run_id: str | Non
             " features, rationale, run_id) VALUES (%s, %s, %s, 'reconcile', 1.0, %s, %s, %s, %s)",
             [(fid, kind, outcome, adjudication.DECIDED_BY, Jsonb(features), why, run_id)
              for fid, kind, outcome, why, features in decisions])
-        out.update(retracted=len(retracted), withdrawn=len(withdrawn), restored=len(restored))
+        out.update(retracted=len(retracted), withdrawn=len(withdrawn), restored=len(restored),
+                   retracted_relations=sum(r[1] == "relation" for r in retracted),
+                   retracted_observations=sum(r[1] == "observation" for r in retracted))
     return out
 
 

@@ -20,6 +20,7 @@ from pgvector import Vector
 from psycopg.types.json import Jsonb
 
 from pipeline import records
+from sql.write import reconcile
 from sql.write.ingest import child_id
 
 # Pipeline stage → the per-version work stage whose status records it.
@@ -69,18 +70,41 @@ def copy_rows(cur: psycopg.Cursor, table: str, columns: tuple[str, ...], types: 
 
 
 def _set_stages(cur: psycopg.Cursor, version_id: str, statuses: dict[str, tuple[str, str | None, str | None]]) -> None:
-    """Upsert (status, defer_reason, last_error) per stage for one version."""
+    """Upsert (status, defer_reason, last_error) per stage for one version; an outcome ends the
+    version's claim (`owner_run`)."""
     for stage, (status, defer_reason, error) in statuses.items():
         cur.execute(
             "INSERT INTO stage_work (version_id, stage, status, defer_reason, attempts, last_error,"
             " started_at, finished_at) VALUES (%(v)s, %(s)s, %(st)s, %(d)s,"
-            " CASE WHEN %(st)s IN ('succeeded', 'failed') THEN 1 ELSE 0 END, %(e)s, now(),"
-            " CASE WHEN %(st)s IN ('succeeded', 'failed', 'skipped') THEN now() END)"
+            " CASE WHEN %(st)s IN ('succeeded', 'failed', 'dead_letter') THEN 1 ELSE 0 END, %(e)s, now(),"
+            " CASE WHEN %(st)s IN ('succeeded', 'failed', 'dead_letter', 'skipped') THEN now() END)"
             " ON CONFLICT (version_id, stage) DO UPDATE SET status = EXCLUDED.status,"
             " defer_reason = EXCLUDED.defer_reason, last_error = EXCLUDED.last_error,"
             " attempts = stage_work.attempts + EXCLUDED.attempts, finished_at = EXCLUDED.finished_at,"
-            " started_at = COALESCE(stage_work.started_at, EXCLUDED.started_at), updated_at = now()",
+            " started_at = COALESCE(stage_work.started_at, EXCLUDED.started_at), owner_run = NULL,"
+            " updated_at = now()",
             {"v": version_id, "s": stage, "st": status, "d": defer_reason, "e": error})
+
+
+def owned_versions(conn: psycopg.Connection, run_id: str, version_ids: list[str]) -> set[str]:
+    """Those of `version_ids` whose claim run `run_id` holds, locked until the transaction ends.
+    A version already landed has no owner any more, so landing a batch twice writes it once."""
+    return {str(r[0]) for r in conn.execute(
+        "SELECT version_id FROM stage_work WHERE stage = 'convert' AND owner_run = %s"
+        " AND version_id = ANY(%s::uuid[]) ORDER BY version_id FOR UPDATE", (run_id, version_ids)).fetchall()}
+
+
+def record_attempt(conn: psycopg.Connection, version_ids: list[str], stage: str, error: str, run_id: str) -> None:
+    """An attempt at `stage` failed transiently and another is due: `failed` with
+    `retry_backoff` (readiness: a retry is scheduled), one more attempt, its reason; for the
+    versions run `run_id` owns."""
+    conn.execute(
+        "INSERT INTO stage_work (version_id, stage, status, defer_reason, attempts, last_error, started_at)"
+        " SELECT o.version_id, %(s)s, 'failed', 'retry_backoff', 1, %(e)s, now() FROM stage_work o"
+        " WHERE o.version_id = ANY(%(v)s::uuid[]) AND o.stage = 'convert' AND o.owner_run = %(run)s"
+        " ON CONFLICT (version_id, stage) DO UPDATE SET status = 'failed', defer_reason = 'retry_backoff',"
+        " attempts = stage_work.attempts + 1, last_error = EXCLUDED.last_error, finished_at = NULL,"
+        " updated_at = now()", {"s": stage, "e": error, "v": version_ids, "run": run_id})
 
 
 def _vector(data: bytes) -> Vector:
@@ -127,6 +151,7 @@ def write_claims(cur: psycopg.Cursor, rows: list[dict[str, Any]], extractor: str
         [(r["version_id"], c["stage"], c["backend"], c["model"], c["calls"], c["tokens_in"], c["tokens_out"],
           c["device_seconds"]) for r in rows for c in r["costs"] or []])
     versions = [as_uuid(r["version_id"]) for r in rows]
+    reconcile.hold_for_events(cur)
     # A passage read again by another extractor version: the other version's claims from the
     # same text of the same document stop being current testimony (`reextracted`).
     cur.execute(
@@ -202,8 +227,13 @@ def finish_fact_stages(conn: psycopg.Connection) -> int:
     return cur.rowcount
 
 
-def write_unfinished(conn: psycopg.Connection, row: dict[str, Any]) -> None:
-    """Record a version that failed at some stage or is parked for want of a converter route."""
+def write_unfinished(conn: psycopg.Connection, row: dict[str, Any], *, dead_letter: bool = False) -> None:
+    """Record a version that failed at some stage or is parked for want of a converter route.
+
+    `dead_letter`: the failure was transient and the stage used up its attempts, so it is
+    `dead_letter`; otherwise it is permanent (a corrupt file, undecodable text) and `failed`.
+    Either way the stage keeps its reason and nothing retries it until `corpusmem retry` or an
+    import of the same bytes."""
     if row["version_id"] is None:
         return  # refused before it became a version: only the run report holds it
     with conn.cursor() as cur:
@@ -218,20 +248,22 @@ def write_unfinished(conn: psycopg.Connection, row: dict[str, Any]) -> None:
         statuses: dict[str, tuple[str, str | None, str | None]] = {}
         for stage in WORK_STAGES[1:]:
             if stage == failed_stage:
-                statuses[stage] = ("failed", None, row["error"])
+                statuses[stage] = ("dead_letter" if dead_letter else "failed", None, row["error"])
                 break
             statuses[stage] = ("succeeded", None, None)
         _set_stages(cur, row["version_id"], statuses)
 
 
 def record_run_items(conn: psycopg.Connection, run_id: str, rows: list[dict[str, Any]]) -> None:
-    """Items of a run that did not simply land: refused, failed or parked."""
+    """Items of a run that did not simply land: refused, failed or parked (once each, however
+    often their batch is landed)."""
     with conn.cursor() as cur:
         cur.executemany(
             "INSERT INTO import_run_items (run_id, item, outcome, stage, error, version_id)"
-            " VALUES (%s, %s, %s, %s, %s, %s)",
-            [(run_id, r["item"], r["outcome"], r["error_stage"], r["error"], r["version_id"])
-             for r in rows])
+            " SELECT %(run)s, %(item)s, %(outcome)s, %(stage)s, %(error)s, %(v)s WHERE NOT EXISTS"
+            " (SELECT 1 FROM import_run_items WHERE run_id = %(run)s AND item = %(item)s AND outcome = %(outcome)s)",
+            [{"run": run_id, "item": r["item"], "outcome": r["outcome"], "stage": r["error_stage"],
+              "error": r["error"], "v": r["version_id"]} for r in rows])
 
 
 def mark_chunk_extracted(cur: psycopg.Cursor, version_id: str, chunk_ord: int, extractor: str) -> None:
