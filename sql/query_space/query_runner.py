@@ -29,11 +29,13 @@ from typing import Any
 
 import psycopg
 from psycopg import errors as pg
+from psycopg import sql as pgsql
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from sql.query_space import query_catalog as catalog
 from sql.query_space import query_manifest, validator
+from sql.store.authority import HNSW_EF_SEARCH
 
 _log = logging.getLogger(__name__)
 LIMITS = catalog.INTERACTIVE_LIMITS
@@ -310,6 +312,7 @@ class QueryRunner:
                 try:
                     with psycopg.connect(self.owner_dsn, connect_timeout=5) as conn:
                         self._manifest_problem = query_manifest.check_live(conn)
+                        _warn_if_the_sandbox_may_set_config(conn)
                 except psycopg.OperationalError as err:
                     _log.warning("manifest check: cannot reach the database: %s", err)
                     raise Refused("pg_unavailable", rejected=False) from None
@@ -382,6 +385,11 @@ class QueryRunner:
         conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
         conn.read_only = True
         try:
+            # the statement's snapshot and clock, in UTC whatever the server's own time zone
+            snapshot = conn.execute("SELECT now()").fetchone()[0].astimezone(UTC)
+            # SET LOCAL, not set_config: the sandbox role may not call set_config (migration 0008),
+            # and a statement cannot issue a command. Every setting a memory_v1 function reads is
+            # set here, so nothing a role or session default holds reaches the statement.
             settings = (
                 ("statement_timeout", f"{caps.statement_timeout_ms}ms"),
                 ("lock_timeout", f"{LIMITS['lock_timeout_ms']}ms"),
@@ -390,17 +398,22 @@ class QueryRunner:
                 ("max_parallel_workers_per_gather", "0"),
                 ("search_path", catalog.SCHEMA),
                 ("TimeZone", "UTC"),
+                # the API's value: a search function's HNSW scan could otherwise nominate only 40
+                ("hnsw.ef_search", str(HNSW_EF_SEARCH)),
+                ("corpusmem.evaluated_at", snapshot.isoformat()),
                 ("corpusmem.query_vectors", json.dumps(vectors)),
+                ("corpusmem.search_candidates", "0"),
+                ("corpusmem.chunk_body_bytes", "0"),
                 ("corpusmem.semantic_invocations", "[]"),
                 ("corpusmem.graph_invocations", "[]"),
                 # Graph functions report their terminal status here and need not emit it as a row:
                 # a statement that does not select row_kind could not tell that row apart.
                 ("corpusmem.graph_status_rows", "omit"),
             )
-            # set_config(..., true) is SET LOCAL: every setting ends with this transaction.
-            snapshot = conn.execute(
-                "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in settings) + ", now()",
-                [v for pair in settings for v in pair]).fetchone()[-1]
+            # One round trip: without parameters psycopg sends the commands as one simple query.
+            conn.execute(pgsql.SQL("; ").join(
+                pgsql.SQL("SET LOCAL {} = {}").format(pgsql.Identifier(*name.split(".")), pgsql.Literal(value))
+                for name, value in settings))
             if explain:
                 return self._explain(conn, statement, values, base, snapshot, clock)
             return self._fetch(conn, statement, values, caps, base, snapshot, clock)
@@ -477,6 +490,18 @@ class QueryRunner:
                     pg_snapshot_at=snapshot.isoformat(), warnings=warnings, semantic_invocations=semantic,
                     graph_invocations=graphs, elapsed_ms=_elapsed(clock))
         return base
+
+
+def _warn_if_the_sandbox_may_set_config(conn: psycopg.Connection) -> None:
+    """Migration 0008 takes set_config from the sandbox role only where a superuser migrated; on
+    any other server the validator alone keeps a statement from changing its own settings."""
+    may = conn.execute("SELECT CASE WHEN EXISTS (SELECT FROM pg_roles WHERE rolname = %s) THEN"
+                       " has_function_privilege(%s, 'pg_catalog.set_config(text, text, boolean)', 'EXECUTE') END",
+                       (catalog.SANDBOX_ROLE, catalog.SANDBOX_ROLE)).fetchone()[0]
+    if may:
+        _log.warning("the sandbox role %s can call set_config: a statement the validator let through could change "
+                     "its clock, budgets and invocation records; a superuser should run migration 0008's REVOKE",
+                     catalog.SANDBOX_ROLE)
 
 
 def _utcnow() -> datetime:

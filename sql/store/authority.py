@@ -33,6 +33,11 @@ VECTOR_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("entities", "profile_embedding", "entities_profile_hnsw"),
 )
 
+# pgvector's HNSW scan returns at most `ef_search` rows (default 40); nomination asks for up to
+# 200 candidates a channel (the seed's `candidate_k`, and memory_v1's per-statement search budget).
+# The read API's connections and the query runner's transactions both set it.
+HNSW_EF_SEARCH = 200
+
 
 class StoreError(RuntimeError):
     """The database cannot be used as asked; the message says what to change."""
