@@ -1,13 +1,23 @@
-"""The actors that hold a PostgreSQL connection: `Ingest` (store bytes, record versions) and
-`Write` (land finished versions by binary COPY). Each is a Ray Data callable class, so its
-connection and object store are opened once per actor, not per batch.
+"""The actors that hold a PostgreSQL connection: `Ingest` (store bytes, record versions),
+`LoadQueued` (rows for versions taken from the queue) and `Write` (land finished versions by
+binary COPY). Each is a Ray Data callable class, so its connection and object store are opened
+once per actor, not per batch.
+
+Every call out of the process (PostgreSQL, the object store) is retried when it fails
+transiently (`with_retries`): the connection is opened again, the attempt is recorded on the
+version's stage row (`failed`, `retry_backoff`) and the next one waits a doubling backoff. A
+unit that fails transiently `RetryPolicy.attempts` times is `dead_letter` with its last reason;
+anything else (a corrupt file, a bug) fails once and is `failed`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from functools import partial
+from typing import TypeVar
 
 import psycopg
 import pyarrow as pa
@@ -20,16 +30,105 @@ from sql.write import writes
 
 _log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """`CORPUSMEM_RETRY_ATTEMPTS` attempts in all; waits of `backoff_s`, doubling, at most
+    `backoff_max_s`, between them."""
+
+    attempts: int = 3
+    backoff_s: float = 2.0
+    backoff_max_s: float = 60.0
+
+    def delay(self, attempt: int) -> float:
+        return min(self.backoff_max_s, self.backoff_s * 2 ** (attempt - 1))
+
+
+class GaveUp(Exception):
+    """A transient failure outlived its attempts: the unit is dead-lettered with this reason."""
+
+    def __init__(self, attempts: int, error: BaseException) -> None:
+        super().__init__(f"{describe(error)} (gave up after {attempts} attempts)")
+        self.attempts = attempts
+
+
+def describe(err: BaseException) -> str:
+    return f"{type(err).__name__}: {err}".strip()
+
+
+def is_transient(err: BaseException) -> bool:
+    """psycopg's `OperationalError` covers a dropped or refused connection, a server shutting
+    down, a serialization failure or deadlock; `OSError` covers object-store and network errors.
+    Another attempt may get through. Anything else (bad data, a bug) would fail the same way."""
+    return isinstance(err, (psycopg.OperationalError, OSError))
+
+
+def with_retries(policy: RetryPolicy, attempt: Callable[[], T], on_retry: Callable[[BaseException], None]) -> T:
+    """`attempt()` until it succeeds, fails permanently (raised as it is) or has failed
+    transiently `policy.attempts` times (`GaveUp`). `on_retry(error)` runs before each wait."""
+    for n in range(1, policy.attempts + 1):
+        try:
+            return attempt()
+        except Exception as err:
+            if not is_transient(err):
+                raise
+            if n == policy.attempts:
+                raise GaveUp(n, err) from err
+            _log.warning("transient failure, attempt %d of %d, next in %.1f s: %s", n, policy.attempts,
+                         policy.delay(n), describe(err))
+            on_retry(err)
+            time.sleep(policy.delay(n))
+    raise AssertionError("unreachable: policy.attempts >= 1")
+
+
+class Link:
+    """One autocommit PostgreSQL connection, opened again after it broke."""
+
+    def __init__(self, dsn: str) -> None:
+        self._dsn = dsn
+        self._conn: psycopg.Connection | None = None
+
+    @property
+    def conn(self) -> psycopg.Connection:
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            # autocommit: each `transaction()` block is then a real transaction, never a
+            # savepoint inside one that an earlier read opened
+            self._conn = psycopg.connect(self._dsn, autocommit=True)
+            register_vector(self._conn)
+        return self._conn
+
+    def after(self, err: BaseException) -> None:
+        """A connection that failed is not trusted again."""
+        if isinstance(err, psycopg.Error) and self._conn is not None:
+            try:
+                self._conn.close()
+            except psycopg.Error:
+                pass
+            self._conn = None
+
+
+def _best_effort(what: str, call: Callable[[], None]) -> None:
+    """Recording a failed attempt must not turn into a failure of its own (the database may be
+    what failed): the next attempt, or the dead letter, is recorded anyway."""
+    try:
+        call()
+    except Exception:
+        _log.warning("could not record %s", what, exc_info=True)
+
 
 class Ingest:
-    """Hash, store the bytes once per hash, and record the version (or find it unchanged)."""
+    """Hash, store the bytes once per hash, and record the version (or find it unchanged). An
+    import's run becomes the owner of every version it will process (`ingest_version`)."""
 
-    def __init__(self, dsn: str, object_store: str, run_id: str | None, routable: Collection[str]) -> None:
-        self._conn = psycopg.connect(dsn, autocommit=True)
-        register_vector(self._conn)
+    def __init__(self, dsn: str, object_store: str, run_id: str | None, routable: Collection[str],
+                 retry: RetryPolicy = RetryPolicy()) -> None:
+        self._link = Link(dsn)
         self._store = ObjectStore(object_store)
         self._run_id = run_id
         self._routable = tuple(routable)
+        self._retry = retry
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         started = time.perf_counter()
@@ -38,17 +137,20 @@ class Ingest:
             if row["outcome"] == records.FAILED:
                 continue
             try:
-                self._ingest(row)
+                with_retries(self._retry, partial(self._ingest, row), self._link.after)
+            except GaveUp as err:
+                # no version exists yet: the run report holds it, and importing it again retries it
+                records.fail(row, "ingest", str(err))
             except Exception as err:  # one bad item must not take the batch down
                 _log.exception("ingest failed for %s", row["item"])
-                records.fail(row, "ingest", f"{type(err).__name__}: {err}")
+                records.fail(row, "ingest", describe(err))
         records.share_seconds(rows, "ingest", time.perf_counter() - started)
         return records.to_table(rows)
 
     def _ingest(self, row: dict) -> None:
         content_hash, key = self._store.put("raw", row["content"])
         got = ingest_sql.ingest_version(
-            self._conn, source_kind=row["source_kind"], source_ref=row["source_ref"],
+            self._link.conn, source_kind=row["source_kind"], source_ref=row["source_ref"],
             title=row["title"], filename=row["filename"], versioning_mode=row["versioning_mode"],
             mime=row["mime"], content_hash=content_hash, size_bytes=len(row["content"]),
             object_key=key, source_modified_at=row["source_modified_at"],
@@ -65,47 +167,76 @@ class Ingest:
 
 
 class Write:
-    """Land a batch of versions in one transaction; on failure, retry them one by one so a single
-    bad version is recorded as failed and the others still land."""
+    """Land a batch of versions in one transaction; on a permanent failure, land them one by one
+    so a single bad version is recorded as failed and the others still land.
 
-    def __init__(self, dsn: str, object_store: str, run_id: str, extractor: str | None) -> None:
-        # autocommit: each `transaction()` block is then a real transaction, never a savepoint
-        # inside one that an earlier read opened
-        self._conn = psycopg.connect(dsn, autocommit=True)
-        register_vector(self._conn)
+    Only versions the run still owns are written (`owned_versions`, under row locks), and landing
+    ends the claim: a batch landed twice (a Ray task retried after its commit) writes nothing the
+    second time, and a version another owner took over is left to it."""
+
+    def __init__(self, dsn: str, object_store: str, run_id: str, extractor: str | None,
+                 retry: RetryPolicy = RetryPolicy()) -> None:
+        self._link = Link(dsn)
         self._store = ObjectStore(object_store)
         self._run_id = run_id
         self._extractor = extractor
+        self._retry = retry
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         started = time.perf_counter()
         rows = records.to_rows(batch)
-        finished = [r for r in rows if records.is_active(r)]
         try:
-            self._land(finished, [r for r in rows if not records.is_active(r)])
+            self._land_retrying(rows)
+        except GaveUp as err:
+            self._give_up(rows, err)
         except Exception:
             _log.exception("a batch of %d versions failed to land; retrying one by one", len(rows))
             for row in rows:
                 try:
-                    self._land([row] if records.is_active(row) else [], [] if records.is_active(row) else [row])
+                    self._land_retrying([row])
+                except GaveUp as err:
+                    self._give_up([row], err)
                 except Exception as err:
-                    records.fail(row, "write", f"{type(err).__name__}: {err}")
-                    self._land([], [row])
+                    records.fail(row, "write", describe(err))
+                    with_retries(self._retry, partial(self._land, [row]), self._link.after)
         records.share_seconds(rows, "write", time.perf_counter() - started)
         return report_table(rows)
 
-    def _land(self, finished: list[dict], others: list[dict]) -> None:
-        md_keys = {r["version_id"]: self._store.put("md", r["markdown"].encode("utf-8"))[1]
-                   for r in finished}
-        with self._conn.transaction():
-            if finished:
-                writes.write_finished(self._conn, finished, md_keys, self._extractor)
-            for row in others:
-                if row["outcome"] in (records.FAILED, records.PARKED):
-                    writes.write_unfinished(self._conn, row)
-            noteworthy = [r for r in others if r["outcome"] in (records.FAILED, records.PARKED)]
+    def _land_retrying(self, rows: list[dict]) -> None:
+        active = [r["version_id"] for r in rows if records.is_active(r)]
+
+        def on_retry(err: BaseException) -> None:
+            self._link.after(err)
+            _best_effort("a failed write attempt", lambda: writes.record_attempt(
+                self._link.conn, active, writes.WORK_STAGE["write"], describe(err), self._run_id))
+
+        with_retries(self._retry, lambda: self._land(rows), on_retry)
+
+    def _give_up(self, rows: list[dict], err: GaveUp) -> None:
+        for row in rows:
+            if records.is_active(row):
+                records.fail(row, "write", str(err))
+        with_retries(self._retry, lambda: self._land(rows, dead_letter=True), self._link.after)
+
+    def _land(self, rows: list[dict], dead_letter: bool = False) -> None:
+        finished = [r for r in rows if records.is_active(r)]
+        md_keys = {r["version_id"]: self._store.put("md", r["markdown"].encode("utf-8"))[1] for r in finished}
+        conn = self._link.conn
+        with conn.transaction():
+            owned = writes.owned_versions(conn, self._run_id, [r["version_id"] for r in rows if r["version_id"]])
+            mine = [r for r in finished if r["version_id"] in owned]
+            if mine:
+                writes.write_finished(conn, mine, md_keys, self._extractor)
+            for row in rows:
+                if row["outcome"] in (records.FAILED, records.PARKED) and row["version_id"] in owned:
+                    writes.write_unfinished(conn, row, dead_letter=dead_letter and row["error_stage"] == "write")
+            noteworthy = [r for r in rows if r["outcome"] in (records.FAILED, records.PARKED)]
             if noteworthy:
-                writes.record_run_items(self._conn, self._run_id, noteworthy)
+                writes.record_run_items(conn, self._run_id, noteworthy)
+        for row in finished:
+            if row["version_id"] not in owned:
+                # landed already (this batch, once before) or held by another owner
+                row.update(outcome=records.UNCHANGED, created=False)
 
 
 REPORT_SCHEMA = pa.schema([
@@ -138,19 +269,22 @@ def report_table(rows: list[dict]) -> pa.Table:
 
 
 class LoadQueued:
-    """Rows for versions `POST /ingest` queued: the document, its bytes from the object store, and
-    what the previous version lets the new one reuse. Takes the place of read + ingest."""
+    """Rows for versions taken from the queue (`POST /ingest`, `retry`, a dead owner's): the
+    document, its bytes from the object store, and what the previous version lets the new one
+    reuse. Takes the place of read + ingest. Reading the bytes is the first thing `convert`
+    needs, so an object store that stays unreadable dead-letters `convert`."""
 
-    def __init__(self, dsn: str, object_store: str) -> None:
-        self._conn = psycopg.connect(dsn, autocommit=True)
-        register_vector(self._conn)
+    def __init__(self, dsn: str, object_store: str, run_id: str, retry: RetryPolicy = RetryPolicy()) -> None:
+        self._link = Link(dsn)
         self._store = ObjectStore(object_store)
+        self._run_id = run_id
+        self._retry = retry
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         started = time.perf_counter()
         rows = []
         for version_id in batch.column("version_id").to_pylist():
-            found = ingest_sql.queued_row(self._conn, version_id)
+            found = with_retries(self._retry, partial(self._queued_row, version_id), self._link.after)
             if found is None:
                 continue
             row = records.new_row(
@@ -161,10 +295,27 @@ class LoadQueued:
                 outcome=records.PROCESS, doc_id=found["doc_id"], version_id=version_id,
                 content_hash=found["content_hash"], created=True, prior_vectors=found["prior_vectors"],
                 prior_claims=found["prior_claims"])
+
+            def on_retry(err: BaseException, version_id: str = version_id) -> None:
+                self._link.after(err)
+                _best_effort("a failed read attempt", lambda: writes.record_attempt(
+                    self._link.conn, [version_id], "convert", f"stored bytes unreadable: {describe(err)}",
+                    self._run_id))
+
             try:
-                row["content"] = self._store.get(found["object_key"])
-            except OSError as err:
-                records.fail(row, "read", f"stored bytes unreadable: {err}")
+                row["content"] = with_retries(self._retry, partial(self._store.get, found["object_key"]), on_retry)
+            except GaveUp as err:
+                records.fail(row, "convert", f"stored bytes unreadable: {err}")
+                with_retries(self._retry, partial(self._dead_letter, row), self._link.after)
             rows.append(row)
         records.share_seconds(rows, "read", time.perf_counter() - started)
         return records.to_table(rows)
+
+    def _queued_row(self, version_id: str) -> dict | None:
+        return ingest_sql.queued_row(self._link.conn, version_id)
+
+    def _dead_letter(self, row: dict) -> None:
+        conn = self._link.conn
+        with conn.transaction():
+            if writes.owned_versions(conn, self._run_id, [row["version_id"]]):
+                writes.write_unfinished(conn, row, dead_letter=True)

@@ -7,24 +7,38 @@
   assertions in world-time order (`pipeline/facts/adjudication.py`) and writes the result per entity.
 
 The driver assigns keys and entities to shards by a stable hash, so during a run every key and
-every entity has exactly one owner and nothing about one entity is decided twice at once.
+every entity has exactly one owner and nothing about one entity is decided twice at once. Across
+processes, a shard takes a transaction-level advisory lock on the key or entity it decides and
+reads what is still undecided under it, so a second decider (another run's facts phase) waits
+and then finds nothing left: no entity is decided twice.
+
+Each unit (a batch of versions, a key, an entity) is retried on transient failures with a new
+connection; one that runs out of attempts dead-letters its versions' fact stage and the shard
+goes on with the next unit.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector
 
+from actors.db_writer import GaveUp, Link, RetryPolicy, with_retries
 from actors.extractor import ExtractorConfig, ExtractorUnavailable
 from pipeline.facts import adjudication, names, normalize, resolution
+from sql.store import runs
 from sql.write import assertions as assertions_sql
 from sql.write import entities as entities_sql
 from sql.write import facts_store
+
+_log = logging.getLogger(__name__)
 
 
 def shard_of(key: str, shards: int) -> int:
@@ -38,12 +52,25 @@ def _connect(dsn: str) -> psycopg.Connection:
     return conn
 
 
+def _dead_letter(link: Link, stage: str, versions: Callable[[psycopg.Connection], list[str]], err: GaveUp) -> int:
+    """Record a unit that ran out of attempts on its versions' `stage`; how many versions."""
+    _log.error("giving up on a unit of %s: %s", stage, err)
+    try:
+        found = versions(link.conn)
+        runs.dead_letter_fact_stage(link.conn, stage, found, err.attempts, str(err))
+        return len(found)
+    except Exception:  # the database is what failed: the work stays pending for the next phase
+        _log.warning("could not record the dead letter", exc_info=True)
+        return 0
+
+
 class Normalizer:
     """`normalize_relations` by the rules, or by a schema-bound call to an OpenAI-compatible
     endpoint when the import's extractor is `openai` (malformed answers fall back to the rules)."""
 
-    def __init__(self, dsn: str, config: ExtractorConfig | None = None) -> None:
-        self._conn = _connect(dsn)
+    def __init__(self, dsn: str, config: ExtractorConfig | None = None, retry: RetryPolicy = RetryPolicy()) -> None:
+        self._link = Link(dsn)
+        self._retry = retry
         self._model = None
         self.version = normalize.VERSION
         if config is not None and config.backend == "openai":
@@ -57,7 +84,12 @@ class Normalizer:
 
     def normalize(self, version_ids: list[str]) -> dict[str, Any]:
         started = time.perf_counter()
-        claims = assertions_sql.claims_of(self._conn, version_ids)
+        try:
+            claims = with_retries(self._retry, lambda: assertions_sql.claims_of(self._link.conn, version_ids),
+                                  self._link.after)
+        except GaveUp as err:
+            dead = _dead_letter(self._link, "normalize_relations", lambda _: version_ids, err)
+            return {"claims": 0, "assertions": 0, "dead_letter": dead, "seconds": time.perf_counter() - started}
         by_version: dict[str, list[dict]] = defaultdict(list)
         for claim in claims:
             by_version[claim["version_id"]].append(claim)
@@ -74,62 +106,109 @@ class Normalizer:
                     costs.append((version_id, cost))
             rows += r
             mentions += m
-        assertions_sql.write(self._conn, rows, mentions, [c["claim_id"] for c in claims], self.version, costs)
-        return {"claims": len(claims), "assertions": len(rows), "seconds": time.perf_counter() - started}
+        # Only the write is retried: the normalization (model calls included) is not paid twice.
+        try:
+            with_retries(self._retry, lambda: assertions_sql.write(
+                self._link.conn, rows, mentions, [c["claim_id"] for c in claims], self.version, costs),
+                self._link.after)
+        except GaveUp as err:
+            dead = _dead_letter(self._link, "normalize_relations", lambda _: version_ids, err)
+            return {"claims": 0, "assertions": 0, "dead_letter": dead, "seconds": time.perf_counter() - started}
+        return {"claims": len(claims), "assertions": len(rows), "dead_letter": 0,
+                "seconds": time.perf_counter() - started}
 
 
 class ResolverShard:
-    def __init__(self, dsn: str, run_id: str) -> None:
-        self._conn = _connect(dsn)
+    def __init__(self, dsn: str, run_id: str, retry: RetryPolicy = RetryPolicy()) -> None:
+        self._link = Link(dsn)
         self._run_id = run_id
+        self._retry = retry
 
     def resolve(self, keys: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         started = time.perf_counter()
         counts: dict[str, int] = defaultdict(int)
+        dead = 0
         for key in sorted(keys):
+            try:
+                got = with_retries(self._retry, partial(self._resolve_key, key, keys[key]), self._link.after)
+            except GaveUp as err:
+                dead += _dead_letter(self._link, "adjudicate_observations",
+                                     partial(runs.fact_versions_of_key, key=key), err)
+                continue
+            for step, n in got.items():
+                counts[step] += n
+        return {"verdicts": dict(counts), "dead_letter": dead, "seconds": time.perf_counter() - started}
+
+    def _resolve_key(self, key: str, listed: list[dict[str, Any]]) -> dict[str, int]:
+        """One key, under its lock, in one transaction: only mentions still unbound once the
+        lock is held are decided, so a key another process resolved meanwhile is left alone."""
+        counts: dict[str, int] = defaultdict(int)
+        conn = self._link.conn
+        with conn.transaction():
+            runs.lock_mention_key(conn, key)
+            unbound = runs.unbound_mentions(conn, key)
             by_doc: dict[str, list[dict[str, Any]]] = {}
-            for m in keys[key]:  # already in said-on, document order
-                by_doc.setdefault(m["doc_id"], []).append(m | {"alias_key": names.key(m["surface"])})
+            for m in listed:  # already in said-on, document order
+                if (m["doc_id"], m["surface"]) in unbound:
+                    by_doc.setdefault(m["doc_id"], []).append(m | {"alias_key": names.key(m["surface"])})
             for doc_id, mentions in by_doc.items():
                 # Within one document the same name is decided once, for all its uses there.
-                found = entities_sql.candidates(self._conn, key, self._run_id, mentions[0]["claim_id"])
+                found = entities_sql.candidates(conn, key, self._run_id, mentions[0]["claim_id"])
                 verdict = resolution.decide(found)
                 created = verdict.entity_id is None
                 entity_id = resolution.new_entity_id(key, doc_id) if created else verdict.entity_id
-                entities_sql.bind(self._conn, key=key, mentions=mentions, entity_id=entity_id, created=created,
+                entities_sql.bind(conn, key=key, mentions=mentions, entity_id=entity_id, created=created,
                                   verdict="new" if created else "matched", step=verdict.step, found=found,
                                   run_id=self._run_id)
                 if verdict.proposal is not None:
-                    entities_sql.propose(self._conn, entity_id, verdict.proposal.entity_id, verdict.proposal.score,
+                    entities_sql.propose(conn, entity_id, verdict.proposal.entity_id, verdict.proposal.score,
                                          f"{verdict.proposal.tier} candidate not accepted", self._run_id)
                 counts["new" if created else verdict.step] += 1
-        return {"verdicts": dict(counts), "seconds": time.perf_counter() - started}
+        return counts
 
 
 class AdjudicatorShard:
-    def __init__(self, dsn: str, run_id: str, floor: float = adjudication.CONFIDENCE_FLOOR) -> None:
-        self._conn = _connect(dsn)
+    def __init__(self, dsn: str, run_id: str, floor: float = adjudication.CONFIDENCE_FLOOR,
+                 retry: RetryPolicy = RetryPolicy()) -> None:
+        self._link = Link(dsn)
         self._run_id = run_id
         self._floor = floor
+        self._retry = retry
 
     def adjudicate(self, anchors: list[str]) -> dict[str, Any]:
         started = time.perf_counter()
-        decisions = assertions = 0
+        decisions = assertions = dead = 0
         per_entity: list[tuple[int, int, float]] = []  # (candidate facts, assertions, seconds)
         for anchor_id in sorted(anchors):
             t0 = time.perf_counter()
-            incoming, skipped = facts_store.pending(self._conn, anchor_id)
-            facts = facts_store.candidate_facts(self._conn, anchor_id, incoming) if incoming else []
+            try:
+                loaded, incoming, decided = with_retries(self._retry, partial(self._adjudicate_one, anchor_id),
+                                                         self._link.after)
+            except GaveUp as err:
+                dead += _dead_letter(self._link, "adjudicate_observations",
+                                     partial(runs.fact_versions_of_anchor, anchor_id=anchor_id), err)
+                continue
+            decisions += decided
+            assertions += incoming
+            per_entity.append((loaded, incoming, time.perf_counter() - t0))
+        return {"anchors": len(anchors), "assertions": assertions, "decisions": decisions, "dead_letter": dead,
+                "per_entity": per_entity, "seconds": time.perf_counter() - started}
+
+    def _adjudicate_one(self, anchor_id: str) -> tuple[int, int, int]:
+        """One entity under its lock, read and written in one transaction: (candidate facts,
+        assertions, decisions). A second decider waits for the lock, then finds nothing pending."""
+        conn = self._link.conn
+        with conn.transaction():
+            runs.lock_entity(conn, anchor_id)
+            incoming, skipped = facts_store.pending(conn, anchor_id)
+            facts = facts_store.candidate_facts(conn, anchor_id, incoming) if incoming else []
             state = adjudication.EntityFacts(anchor_id, facts, floor=self._floor)
             for a in incoming:
                 state.decide(a)
-            facts_store.write(self._conn, anchor_id, state.writes, [a.assertion_id for a in incoming], skipped,
-                              self._run_id)
-            decisions += len(state.writes.decisions)
-            assertions += len(incoming)
-            per_entity.append((len(facts), len(incoming), time.perf_counter() - t0))
-        return {"anchors": len(anchors), "assertions": assertions, "decisions": decisions,
-                "per_entity": per_entity, "seconds": time.perf_counter() - started}
+            if incoming or skipped:
+                facts_store.write(conn, anchor_id, state.writes, [a.assertion_id for a in incoming], skipped,
+                                  self._run_id)
+        return len(facts), len(incoming), len(state.writes.decisions)
 
 
 class LabelVectors:

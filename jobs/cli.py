@@ -1,4 +1,4 @@
-"""The `corpusmem` command: import, status, claims, why-not, facts, delete, serve, demo, bench."""
+"""The `corpusmem` command: import, status, retry, claims, why-not, facts, delete, serve, demo, bench."""
 
 from __future__ import annotations
 
@@ -23,6 +23,12 @@ def _status(args: argparse.Namespace) -> int:
     from jobs import status
 
     return status.main(runtime.settings())
+
+
+def _retry(args: argparse.Namespace) -> int:
+    from jobs import retry
+
+    return retry.main(runtime.settings(), args)
 
 
 def _claims(args: argparse.Namespace) -> int:
@@ -89,8 +95,15 @@ def build_parser() -> argparse.ArgumentParser:
     import_corpus.add_arguments(p)
     p.set_defaults(func=_import)
 
-    p = sub.add_parser("status", help="per-stage counts by status, totals and recent import runs")
+    p = sub.add_parser("status", help="per-stage counts by status, failures with their reasons, totals and "
+                                      "recent import runs")
     p.set_defaults(func=_status)
+
+    p = sub.add_parser("retry", help="replay failed and dead-lettered work through the same pipeline")
+    from jobs import retry
+
+    retry.add_arguments(p)
+    p.set_defaults(func=_retry)
 
     p = sub.add_parser("claims", help="a document's claims with their spans and dates")
     p.add_argument("doc", metavar="DOC", help="doc_id, source_ref (or its file name) or title")

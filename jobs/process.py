@@ -2,7 +2,9 @@
 
 `corpusmem serve` runs `drain` in a background thread; every few seconds it takes up to
 `batch` queued versions and runs them through the same stages as `corpusmem import`, facts
-phase included.
+phase included. Queued means waiting for an owner: a version an import is processing is never
+taken, one whose owner died is (`ingest_sql.claim_versions`), so any number of processors and
+imports can share an authority.
 """
 
 from __future__ import annotations
@@ -20,16 +22,18 @@ _log = logging.getLogger(__name__)
 
 
 def process_once(settings: Settings, batch: int = 64) -> int:
-    """Process up to `batch` queued versions; return how many there were."""
+    """Process up to `batch` queued versions; return how many this round claimed."""
     with store.connect(store.resolve_dsn(settings)) as conn:
         queued = ingest_sql.queued_versions(conn, batch)
     if not queued:
         return 0
+    # A server must keep draining while a long import runs: its facts phase is left to the
+    # import when one is in flight (that phase reads these versions' claims too).
     options = ImportOptions(paths=("queued",), source=SourceOptions.from_settings(settings), batch_size=8,
-                            quiet=True, progress=False, queued=tuple(queued))
+                            quiet=True, progress=False, queued=tuple(queued), wait_for_facts=False)
     report = run_import(options, settings)
-    _log.info("processed %d queued versions: %s", len(queued), report.counts)
-    return len(queued)
+    _log.info("processed %d queued versions: %s", report.seen, report.counts)
+    return report.seen
 
 
 def drain(settings: Settings, stop: threading.Event, interval_s: float = 2.0) -> None:

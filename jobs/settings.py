@@ -55,6 +55,13 @@ SETTINGS: tuple[Setting, ...] = (
             "`vllm`: a local model folder; `openai`: the served model's name."),
     Setting("CORPUSMEM_LLM_BASE_URL", "llm_base_url", None,
             "`openai`: the endpoint, e.g. `http://127.0.0.1:8001/v1` for `vllm serve`."),
+    Setting("CORPUSMEM_RETRY_ATTEMPTS", "retry_attempts", "3",
+            "Attempts a unit of work gets against transient failures (a dropped connection, an "
+            "object-store error) before it is `dead_letter`; a permanent failure gets one and is `failed`."),
+    Setting("CORPUSMEM_RETRY_BACKOFF_S", "retry_backoff_s", "2.0",
+            "Seconds before the first retry of a transient failure; doubles with each attempt."),
+    Setting("CORPUSMEM_RETRY_BACKOFF_MAX_S", "retry_backoff_max_s", "60.0",
+            "Longest wait between two attempts."),
     Setting("CORPUSMEM_SERVE_REPLICAS", "serve_replicas", "1",
             "Replicas of the read API's ingress deployment (`corpusmem serve`)."),
     Setting("CORPUSMEM_POOL_GENERAL", "pool_general", "4",
@@ -95,6 +102,9 @@ class Settings(BaseModel):
     extractor: str = Field(pattern="^(rules|vllm|openai)$", description="CORPUSMEM_EXTRACTOR")
     llm_model: str | None = Field(default=None, description="CORPUSMEM_LLM_MODEL")
     llm_base_url: str | None = Field(default=None, description="CORPUSMEM_LLM_BASE_URL")
+    retry_attempts: int = Field(ge=1, le=100, description="CORPUSMEM_RETRY_ATTEMPTS")
+    retry_backoff_s: float = Field(ge=0, le=3600, description="CORPUSMEM_RETRY_BACKOFF_S")
+    retry_backoff_max_s: float = Field(ge=0, le=3600, description="CORPUSMEM_RETRY_BACKOFF_MAX_S")
     serve_replicas: int = Field(ge=1, le=256, description="CORPUSMEM_SERVE_REPLICAS")
     pool_general: int = Field(ge=1, le=256, description="CORPUSMEM_POOL_GENERAL")
     pool_retrieval: int = Field(ge=1, le=256, description="CORPUSMEM_POOL_RETRIEVAL")

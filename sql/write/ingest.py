@@ -4,6 +4,11 @@ One call per document version, in its own transaction, with the document row loc
 writers of the same `(source_kind, source_ref)` are serialised and a failure of one item never
 touches another. IDs are derived from content (`doc_id` from the source pair, `version_id` from
 the document, sequence number and bytes), so re-running an import creates nothing twice.
+
+The work queue lives here too. An import claims each version it will process for its run (the
+`convert` row goes `running` with `owner_run`); `POST /ingest` leaves the version `pending` for
+a processor to claim (`claim_versions`). A claim is only ever taken from `pending` or from an
+owner that is no longer alive (`run_is_live`, migration 0009), so one version has one owner.
 """
 
 from __future__ import annotations
@@ -95,14 +100,22 @@ def ingest_version(
                 conn.execute(
                     "UPDATE versions SET mime = %s, parked_reason = NULL WHERE version_id = %s",
                     (stored_mime, version_id))
+                conn.execute("UPDATE stage_work SET defer_reason = NULL, updated_at = now()"
+                             " WHERE version_id = %s AND stage = 'convert'", (version_id,))
                 outcome, parked = "resume", None
             elif parked_reason is not None:
                 outcome, parked = "unchanged", parked_reason
             elif status in _UNFINISHED:
                 outcome, parked = "resume", None
+            elif status == "failed" and run_id is not None:
+                # Importing the same bytes again retries a failed version (it may have failed
+                # for a reason since fixed); `POST /ingest` of them stays a no-op, as the seed says.
+                reopen_versions(conn, [version_id])
+                outcome, parked = "resume", None
             else:
-                # ready, or failed: re-sending identical bytes does not restart a failed version
                 outcome, parked = "unchanged", None
+            if outcome == "resume" and run_id is not None and not _claim(conn, run_id, version_id):
+                outcome = "unchanged"  # a live run elsewhere holds it and will land it
             resuming = outcome == "resume"
             return Ingested(doc_id, version_id, False, outcome, stored_mime if resuming else version_mime,
                             doc_title, doc_mode, parked,
@@ -119,10 +132,13 @@ def ingest_version(
             " 'converting', %s)",
             (version_id, doc_id, seq, content_hash, stored_mime, source_modified_at,
              source_version_ref, run_id))
+        # An import owns the version it creates from this moment; `POST /ingest` queues it.
         conn.execute(
-            "INSERT INTO stage_work (version_id, stage, status, attempts, started_at, finished_at)"
-            " VALUES (%s, 'ingest', 'succeeded', 1, now(), now()), (%s, 'convert', 'pending', 0, NULL, NULL)",
-            (version_id, version_id))
+            "INSERT INTO stage_work (version_id, stage, status, attempts, started_at, finished_at, owner_run)"
+            " VALUES (%(v)s, 'ingest', 'succeeded', 1, now(), now(), NULL),"
+            " (%(v)s, 'convert', CASE WHEN %(run)s::uuid IS NULL THEN 'pending' ELSE 'running' END, 0,"
+            "  CASE WHEN %(run)s::uuid IS NOT NULL THEN now() END, NULL, %(run)s)",
+            {"v": version_id, "run": run_id})
         return Ingested(doc_id, version_id, True, "process", stored_mime, doc_title, doc_mode, None,
                         _prior_vectors(conn, doc_id, version_id), prior_claims(conn, doc_id, version_id))
 
@@ -167,13 +183,64 @@ def _prior_vectors(conn: psycopg.Connection, doc_id: str, version_id: str) -> li
     return sorted(seen.items())
 
 
+# A version waiting for an owner: queued (`POST /ingest`, `retry`, a finished run that did not
+# land it), or held by a run whose driver is gone. A version an import ingested and has not
+# written yet is `running` under a live owner and never matches.
+_CLAIMABLE = ("v.status = 'converting' AND v.parked_reason IS NULL AND d.deleted_at IS NULL"
+              " AND (w.status = 'pending' OR (w.owner_run IS NOT NULL AND NOT run_is_live(w.owner_run)))")
+
+
 def queued_versions(conn: psycopg.Connection, limit: int) -> list[str]:
-    """Versions recorded by `POST /ingest` that no stage has run yet, oldest first."""
+    """Versions waiting for an owner, oldest first (`claim_versions` takes them)."""
     return [str(r[0]) for r in conn.execute(
         "SELECT v.version_id FROM versions v JOIN documents d USING (doc_id) JOIN stage_work w"
-        " ON w.version_id = v.version_id AND w.stage = 'convert' AND w.status = 'pending'"
-        " WHERE v.status = 'converting' AND v.parked_reason IS NULL AND d.deleted_at IS NULL"
+        f" ON w.version_id = v.version_id AND w.stage = 'convert' WHERE {_CLAIMABLE}"
         " ORDER BY v.ingested_at, v.version_id LIMIT %s", (limit,)).fetchall()]
+
+
+def claim_versions(conn: psycopg.Connection, run_id: str, version_ids: list[str]) -> list[str]:
+    """Make run `run_id` the owner of those of `version_ids` that wait for one; return them.
+    `SKIP LOCKED`: a version another claimer is taking at this moment is left to it."""
+    with conn.transaction():
+        got = {str(r[0]) for r in conn.execute(
+            "WITH c AS (SELECT w.version_id FROM stage_work w JOIN versions v USING (version_id)"
+            "           JOIN documents d USING (doc_id) WHERE w.stage = 'convert'"
+            f"          AND w.version_id = ANY(%(v)s::uuid[]) AND {_CLAIMABLE} FOR UPDATE OF w SKIP LOCKED)"
+            " UPDATE stage_work w SET status = 'running', owner_run = %(run)s, defer_reason = NULL,"
+            " started_at = now(), finished_at = NULL, updated_at = now()"
+            " FROM c WHERE w.version_id = c.version_id AND w.stage = 'convert' RETURNING w.version_id",
+            {"v": version_ids, "run": run_id}).fetchall()}
+    return [v for v in dict.fromkeys(version_ids) if v in got]
+
+
+def _claim(conn: psycopg.Connection, run_id: str, version_id: str) -> bool:
+    """Claim one version inside `ingest_version`'s transaction (the document row is locked)."""
+    return conn.execute(
+        "UPDATE stage_work SET status = 'running', owner_run = %(run)s, defer_reason = NULL, started_at = now(),"
+        " finished_at = NULL, updated_at = now() WHERE version_id = %(v)s AND stage = 'convert'"
+        " AND (owner_run IS NULL OR owner_run = %(run)s OR NOT run_is_live(owner_run)) RETURNING 1",
+        {"v": version_id, "run": run_id}).fetchone() is not None
+
+
+def reopen_versions(conn: psycopg.Connection, version_ids: list[str], stage: str | None = None) -> list[str]:
+    """Failed versions (a `failed` or `dead_letter` document stage, at `stage` if given) back to
+    the queue: the version `converting` again, those stages and `convert` `pending`, attempts
+    kept. Returns the versions reopened."""
+    from sql.write.writes import WORK_STAGES
+
+    stages = list(WORK_STAGES[1:])
+    with conn.transaction():
+        reopened = [str(r[0]) for r in conn.execute(
+            "UPDATE versions v SET status = 'converting', error = NULL WHERE v.version_id = ANY(%(v)s::uuid[])"
+            " AND v.status = 'failed' AND EXISTS (SELECT 1 FROM stage_work w WHERE w.version_id = v.version_id"
+            " AND w.status IN ('failed', 'dead_letter') AND w.stage = ANY(%(s)s)"
+            " AND (%(stage)s::text IS NULL OR w.stage = %(stage)s)) RETURNING v.version_id",
+            {"v": version_ids, "s": stages, "stage": stage}).fetchall()]
+        conn.execute(
+            "UPDATE stage_work SET status = 'pending', defer_reason = NULL, finished_at = NULL, owner_run = NULL,"
+            " updated_at = now() WHERE version_id = ANY(%s::uuid[]) AND stage = ANY(%s)"
+            " AND (status IN ('failed', 'dead_letter') OR stage = 'convert')", (reopened, stages))
+    return reopened
 
 
 def queued_row(conn: psycopg.Connection, version_id: str) -> dict | None:
