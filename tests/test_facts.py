@@ -203,6 +203,33 @@ def test_a_reextraction_that_loses_a_claim_withdraws_the_fact(memory, ray_local,
     assert (fact.support, fact.evidence_count, fact.validity["invalidated_at"]) == ("withdrawn", 0, None)
 
 
+def test_an_interrupted_reconcile_is_finished_by_the_next_import(memory, ray_local, tmp_path):
+    write(tmp_path / "a", {"2026-03-01-notes.md": "# Vendor notes\n\nMarco signs off for finance.\n"})
+    do_import(memory, tmp_path / "a", modified_at_from="path")
+    [marco] = [r[0] for r in rows(memory, "SELECT label FROM facts")]
+    with psycopg.connect(memory.dsn, autocommit=True) as conn:
+        doc = conn.execute("SELECT doc_id FROM documents").fetchone()[0]
+        # a deletion whose process died after it recorded the currency events, before the facts
+        # were reconciled (what an older build, or a crash between the two steps, leaves)
+        conn.execute("UPDATE documents SET deleted_at = now() WHERE doc_id = %s", (doc,))
+        conn.execute("UPDATE versions SET status = 'deleted' WHERE doc_id = %s", (doc,))
+        conn.execute("WITH gone AS (UPDATE claims SET is_current_testimony = false, currency_reason = 'version_deleted'"
+                     " WHERE doc_id = %s RETURNING claim_id, version_id) INSERT INTO testimony_currency_events"
+                     " (claim_id, is_current, reason, version_id) SELECT claim_id, false, 'version_deleted', version_id"
+                     " FROM gone", (doc,))
+    [(believed, count)] = rows(memory, "SELECT invalidated_at IS NULL, evidence_count FROM facts WHERE label = %s",
+                               marco)
+    assert (believed, count) == (True, 1)   # not reconciled yet
+    write(tmp_path / "b", {"2026-03-02-other.md": "# Other notes\n\nPriya owns data validation.\n"})
+    report = do_import(memory, tmp_path / "b", modified_at_from="path")
+    assert report.facts.reconcile["retracted"] == 1
+    [(believed, count)] = rows(memory, "SELECT invalidated_at IS NULL, evidence_count FROM facts WHERE label = %s",
+                               marco)
+    assert (believed, count) == (False, 0)
+    with psycopg.connect(memory.dsn, autocommit=True) as conn:   # nothing is left for the next one
+        assert reconcile.reconcile_facts(conn, None)["recounted"] == 0
+
+
 def test_one_worker_or_four_give_the_same_facts(example_memory, example_memory_four_workers):
     # 1 worker and batches of 4 against 4 workers and batches of 2 (both imports checked that
     # nothing failed)

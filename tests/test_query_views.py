@@ -138,7 +138,8 @@ def test_facts_current_are_the_assured_reads_current_confirmed_facts(corpus, nam
                                                             time=facts_retrieval.TimeQuery("current")))
     assured = {(f.fact_id, f.evidence_count) for f in answer.facts if f.temporal_match == "confirmed"}
     with sandbox(dsn) as conn, conn.transaction():
-        conn.execute("SELECT set_config('corpusmem.evaluated_at', %s, true)", (now.isoformat(),))
+        # SET LOCAL, as the runner does: the sandbox role may not call set_config (migration 0008)
+        conn.execute(pgsql.SQL("SET LOCAL corpusmem.evaluated_at = {}").format(pgsql.Literal(now.isoformat())))
         viewed = {(str(r[0]), r[1]) for r in conn.execute(
             "SELECT fact_id, evidence_count FROM memory_v1.facts_current"
             " WHERE %s::uuid IN (subject_entity_id, object_entity_id)", (entity_id,))}
@@ -295,8 +296,8 @@ def test_search_functions_confirm_against_the_views_and_report_each_call(corpus)
             assert call["function"] == "lexical_claims" and call["nominated"] <= 100
             assert call["confirmed"] == len(found) == call["nominated"] - call["dropped_stale"] - call["dropped_filtered"]
         with conn.transaction():
-            conn.execute("SELECT set_config('corpusmem.query_vectors', %s, true)",
-                         (json.dumps({"the claim itself": json.loads(vector)}),))
+            conn.execute(pgsql.SQL("SET LOCAL corpusmem.query_vectors = {}").format(
+                pgsql.Literal(json.dumps({"the claim itself": json.loads(vector)}))))
             top = conn.execute("SELECT rank, claim_id, score FROM memory_v1.semantic_claims('the claim itself', 3)"
                                ).fetchall()
             assert top[0][:2] == (1, own_claim) and top[0][2] == pytest.approx(1.0, abs=1e-5)
