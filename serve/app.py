@@ -69,6 +69,14 @@ async def _configure(conn: psycopg.AsyncConnection) -> None:
     await conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(store.HNSW_EF_SEARCH),))
 
 
+@asynccontextmanager
+async def read_snapshot(pool: AsyncConnectionPool) -> AsyncIterator[psycopg.AsyncConnection]:
+    """A connection of a read pool inside one REPEATABLE READ READ ONLY transaction: everything a
+    route reads (totals, evidence, co-members) comes from one snapshot of the authority."""
+    async with pool.connection() as c, c.transaction():
+        yield c
+
+
 def open_pools(dsn: str, *, general: int = 4, retrieval: int = 4, graph: int = 2, sync: int = 2) -> Pools:
     """The pools of one replica; the async ones are opened by the app's lifespan, inside its loop."""
     def pool(size: int, name: str) -> AsyncConnectionPool:
@@ -151,12 +159,8 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
     app = FastAPI(title="corpusmem", version=deployment.build_revision, lifespan=lifespan,
                   description="The memory's read API: assured operations, lookups and documents.")
 
-    @asynccontextmanager
-    async def conn(kind: str = "general") -> AsyncIterator[psycopg.AsyncConnection]:
-        """A read connection inside one REPEATABLE READ READ ONLY transaction: everything a route
-        reads (totals, evidence, co-members) comes from one snapshot of the authority."""
-        async with getattr(pools, kind).connection() as c, c.transaction():
-            yield c
+    def conn(kind: str = "general") -> Any:
+        return read_snapshot(getattr(pools, kind))
 
     # Registered first, so it runs inside the credential check: refusals there count against nothing.
     app.middleware("http")(admission.middleware(deployment.limits))
