@@ -17,10 +17,9 @@ import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from serve.app import DeploymentInfo, build_app, open_pools
 from sql.query_space import query_catalog
+from tests.test_api_scenarios import _client, embed  # noqa: F401  (fixture)
 from tests.test_facts import write
-from tests.test_import import do_import
 
 pytestmark = pytest.mark.integration
 
@@ -37,33 +36,16 @@ CONTENT_FREE = {("GET", "/healthz"), ("GET", "/deployment"), ("GET", "/operation
 
 @pytest.fixture(scope="module")
 def two_documents(pg_admin_dsn, template_db, ray_local, tmp_path_factory):
-    from jobs.settings import load_settings
-    from sql.store import embedded
-    from tests.conftest import _dsn_for
+    from tests.conftest import _import_example
 
     root = tmp_path_factory.mktemp("forgetting")
-    embedded.ensure_database(pg_admin_dsn, "cm_forgetting", template=template_db)
-    settings = load_settings({}, home=root / "home", dsn=_dsn_for(pg_admin_dsn, "cm_forgetting"),
-                             object_store=str(root / "objects"))
-    report = do_import(settings, write(root / "docs", DOCS), modified_at_from="path")
-    assert report.counts["failed"] == 0
+    _, settings, _ = _import_example(pg_admin_dsn, template_db, write(root / "docs", DOCS), root, "cm_forgetting")
     return settings
 
 
 @pytest.fixture(scope="module")
-def api(two_documents):
-    from actors.embedder import load_model, resolve_model
-
-    model = load_model(resolve_model("all-MiniLM-L6-v2"), "cpu")
-
-    async def embed(text: str):
-        return model.encode([text], normalize_embeddings=True)[0]
-
-    pools = open_pools(two_documents.dsn, general=2, retrieval=2, graph=1)
-    info = DeploymentInfo("00000000-0000-0000-0000-0000000000cc", "test", "all-MiniLM-L6-v2",
-                          two_documents.object_store_uri, 1 << 20)
-    with TestClient(build_app(pools, info, embed)) as client:
-        yield client
+def api(two_documents, embed):
+    yield from _client(two_documents, embed)
 
 
 def _one(conn: psycopg.Connection, sql: str, *params: Any) -> Any:
