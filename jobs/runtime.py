@@ -1,7 +1,7 @@
 """Process-wide setup for entry points: settings, Ray, the build revision.
 
-Only `jobs/` touches the environment and global state (Ray's init, its DataContext); everything
-below it gets explicit arguments.
+Only `jobs/` touches the environment and global state (Ray's init, its DataContext, the signal
+handlers of `jobs.shutdown`); everything below it gets explicit arguments.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
+from jobs import shutdown
 from jobs.settings import Settings, load_settings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -57,10 +58,19 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True) -> dict[str, fl
         ray.init(address=address, num_cpus=None if address else num_cpus,
                  runtime_env=runtime_env, log_to_driver=not quiet, include_dashboard=None,
                  configure_logging=True, logging_level=logging.ERROR if quiet else logging.INFO)
+        shutdown.keep_signals()
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = not quiet
     ctx.print_on_execution_start = not quiet
     return ray.cluster_resources()
+
+
+def started_ray() -> bool:
+    """Whether this process started the Ray it is connected to, rather than joining a cluster."""
+    import ray._private.worker
+
+    # What `ray.shutdown()` itself looks at to decide whether it has processes to stop.
+    return ray.is_initialized() and ray._private.worker._global_node is not None
 
 
 def alive_nodes() -> int:

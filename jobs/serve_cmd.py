@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import threading
 
-from jobs import runtime
+from jobs import runtime, shutdown
 from jobs.settings import Settings
 
 
@@ -50,21 +49,39 @@ def start(settings: Settings, host: str, port: int) -> str:
 
 
 def main(settings: Settings, args: argparse.Namespace) -> int:
-    url = start(settings, args.host, args.port)
-    print(f"corpusmem read API at {url} (OpenAPI at {url}/openapi.json); Ctrl-C stops it", flush=True)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    """Serve until SIGINT or SIGTERM, then stop within `shutdown.GRACE_S`: the processor, Serve,
+    the local Ray this process started, its hold on the embedded PostgreSQL. Exit 0 on such a
+    stop; a signal that comes while it is still starting ends it with 128 + the signal."""
     from jobs import process
 
-    processor = threading.Thread(target=process.drain, args=(settings, stop), name="processor", daemon=True)
-    processor.start()
-    stop.wait()
-    processor.join(timeout=60)
+    stopping = shutdown.install(interrupt=True)
+    try:
+        url = start(settings, args.host, args.port)
+        shutdown.install(interrupt=False)  # serving: a signal now only ends the wait below
+        print(f"corpusmem read API at {url} (OpenAPI at {url}/openapi.json); Ctrl-C stops it", flush=True)
+        processor = threading.Thread(target=process.drain, args=(settings, stopping), name="processor",
+                                     daemon=True)
+        processor.start()
+        shutdown.wait()
+        if not runtime.started_ray():
+            _stop_serve()
+        shutdown.stop_ray()
+        # A micro-batch the processor was in fails once Ray is gone; it records that, and its
+        # versions stay queued for the next processor, before the database goes.
+        processor.join(timeout=shutdown.remaining() / 2)
+    finally:
+        shutdown.finish()
+    return 0
+
+
+def _stop_serve() -> None:
+    """Take the application and Serve's controller off a cluster this process only joined, where
+    they would outlive it; on a local Ray, stopping Ray stops them."""
     from ray import serve
 
-    serve.shutdown()
-    return 0
+    stopper = threading.Thread(target=serve.shutdown, name="serve-shutdown", daemon=True)
+    stopper.start()
+    stopper.join(timeout=shutdown.remaining() / 2)
 
 
 if __name__ == "__main__":

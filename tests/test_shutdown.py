@@ -1,0 +1,256 @@
+"""SIGTERM or SIGINT to `corpusmem serve` or `corpusmem import`: gone within 10 s, with nothing
+left running of what it started (Ray's processes, its dashboard, the embedded PostgreSQL), except
+a PostgreSQL that another process still holds.
+
+Each command runs as a child in its own session and its own CORPUSMEM_HOME, so its processes are
+told apart from the test session's own Ray and PostgreSQL by session id and by data folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import psutil
+import psycopg
+import pytest
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parent.parent
+STOP_S = 10.0
+START_S = 240.0
+
+# Holds the embedded server of a home until its stdin closes, then exits the ordinary way (its
+# exit hooks let go of the server).
+_HOLDER = """
+import sys
+from sql.store import embedded
+print(embedded.start(sys.argv[1]), flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.fixture
+def home() -> Iterator[Path]:
+    # Not under pytest's temp folder: a root-run server drops to its own user, which must be able
+    # to reach the data folder.
+    root = Path(tempfile.mkdtemp(prefix="corpusmem-test-stop-"))
+    os.chmod(root, 0o755)
+    yield root / "home"
+    left = _processes(home=root / "home")  # what a failed test left behind
+    for proc in left:
+        try:
+            proc.send_signal(signal.SIGINT if _is_postmaster(proc) else signal.SIGKILL)
+        except psutil.Error:
+            pass
+    psutil.wait_procs(left, timeout=10)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _env(home: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "CORPUSMEM_"))}
+    if home is not None:
+        env["CORPUSMEM_HOME"] = str(home)
+    return env
+
+
+def _processes(*, session: int | None = None, home: Path, servers: bool = True) -> list[psutil.Process]:
+    """Running processes of a command: those of its `session` (it and everything it started, Ray's
+    included) or with its CORPUSMEM_HOME, and (with `servers`) the PostgreSQL of that home with its
+    children; without `servers`, no PostgreSQL process at all."""
+    found: dict[int, psutil.Process] = {}
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid in (session, os.getpid()):
+                continue
+            if _is_postmaster(proc):
+                if servers and str(home) in " ".join(proc.cmdline()):
+                    found[proc.pid] = proc
+                    found.update((child.pid, child) for child in proc.children(recursive=True))
+            elif proc.name() == "postgres":
+                continue
+            elif (session is not None and os.getsid(proc.pid) == session) \
+                    or proc.environ().get("CORPUSMEM_HOME") == str(home):
+                found[proc.pid] = proc
+        except (psutil.Error, ProcessLookupError):
+            pass
+    return [proc for proc in found.values() if _running(proc)]
+
+
+def _is_postmaster(proc: psutil.Process) -> bool:
+    return proc.name() == "postgres" and "-D" in proc.cmdline()
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _describe(procs: list[psutil.Process]) -> list[str]:
+    out = []
+    for proc in procs:
+        try:
+            out.append(f"{proc.pid} {' '.join(proc.cmdline())[:120] or proc.name()}")
+        except psutil.Error:
+            out.append(f"{proc.pid} (gone)")
+    return out
+
+
+def _stop(command: subprocess.Popen, signum: int, *, group: bool = False,
+          second: int | None = None) -> tuple[int | None, float]:
+    """Send `signum` (to the process group, as a terminal's Ctrl-C does, with `group`) and, with
+    `second`, that signal half a second later; return the exit code and how long it took."""
+    started = time.monotonic()
+    (os.killpg if group else os.kill)(command.pid, signum)
+    if second is not None:
+        time.sleep(0.5)
+        command.send_signal(second)
+    try:
+        code = command.wait(timeout=STOP_S)
+    except subprocess.TimeoutExpired:
+        code = None
+    return code, time.monotonic() - started
+
+
+def _log_tail(path: Path) -> str:
+    return path.read_text(errors="replace")[-3000:]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_stops_on_sigterm_within_10_s_and_leaves_nothing_running(home: Path):
+    port = _free_port()
+    log_path = home.parent / "serve.log"
+    with open(log_path, "w") as log:
+        server = subprocess.Popen([sys.executable, "-m", "jobs.cli", "serve", "--port", str(port)], cwd=ROOT,
+                                  env=_env(home), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + START_S
+    while "corpusmem read API at" not in log_path.read_text(errors="replace"):
+        assert server.poll() is None and time.monotonic() < deadline, \
+            f"corpusmem serve did not come up:\n{_log_tail(log_path)}"
+        time.sleep(0.5)
+    assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
+
+    before = _processes(session=server.pid, home=home) + [psutil.Process(server.pid)]
+    names = {proc.name() for proc in before}
+    assert {"raylet", "gcs_server", "postgres"} <= names, names  # what the check below must see go
+    code, took = _stop(server, signal.SIGTERM)
+    print(f"serve: SIGTERM to exit {took:.1f} s")
+
+    assert code == 0, f"exit {code} after {took:.1f} s:\n{_log_tail(log_path)}"
+    assert took < STOP_S
+    left = [proc for proc in before if _running(proc)] + _processes(session=server.pid, home=home)
+    assert not left, _describe(left)
+    assert not (home / "pg" / "postmaster.pid").exists()
+
+
+def _corpus(root: Path, count: int) -> Path:
+    from jobs.bench import synthetic
+
+    corpus = root / "corpus"
+    for doc in synthetic.generate(count):
+        path = corpus / doc.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(doc.text, encoding="utf-8")
+    return corpus
+
+
+def _start_import(home: Path, corpus: Path, log_path: Path) -> subprocess.Popen:
+    with open(log_path, "w") as log:
+        return subprocess.Popen([sys.executable, "-m", "jobs.cli", "import", "--no-progress", str(corpus)],
+                                cwd=ROOT, env=_env(home), stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+
+
+def _embedded_dsn(pg_dir: Path) -> Callable[[], str | None]:
+    """The DSN of the embedded server in `pg_dir` once it has written where it listens."""
+    def dsn() -> str | None:
+        try:
+            lines = (pg_dir / "postmaster.pid").read_text().splitlines()
+        except FileNotFoundError:
+            return None
+        return f"postgresql://postgres@/corpusmem?host={lines[4]}" if len(lines) > 4 else None
+    return dsn
+
+
+def _wait_for_versions(dsn: str | Callable[[], str | None], command: subprocess.Popen, log_path: Path) -> int:
+    """Wait until the import has written its first versions (its pipeline is running)."""
+    deadline = time.monotonic() + START_S
+    while True:
+        assert command.poll() is None and time.monotonic() < deadline, \
+            f"the import ended or never got going:\n{_log_tail(log_path)}"
+        where = dsn() if callable(dsn) else dsn
+        versions = 0
+        try:
+            if where is not None:
+                with psycopg.connect(where, connect_timeout=5) as conn:
+                    versions = conn.execute("SELECT count(*) FROM versions").fetchone()[0]
+        except (psycopg.OperationalError, psycopg.errors.UndefinedTable):
+            pass  # database or tables not made yet
+        if versions:
+            return versions
+        time.sleep(0.3)
+
+
+def test_import_stops_on_ctrl_c_and_a_second_holder_keeps_the_database(home: Path):
+    corpus = _corpus(home.parent, 300)
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(home / "pg")], cwd=ROOT, env=_env(None),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        dsn = holder.stdout.readline().strip()
+        assert dsn.startswith("postgresql://"), "the holder did not start the embedded server"
+        log_path = home.parent / "import.log"
+        importer = _start_import(home, corpus, log_path)
+        _wait_for_versions(dsn, importer, log_path)
+
+        before = _processes(session=importer.pid, home=home, servers=False) + [psutil.Process(importer.pid)]
+        assert {"raylet", "gcs_server"} <= {proc.name() for proc in before}
+        code, took = _stop(importer, signal.SIGINT, group=True)
+        print(f"import: Ctrl-C to exit {took:.1f} s")
+
+        assert code == 130, f"exit {code} after {took:.1f} s:\n{_log_tail(log_path)}"
+        assert took < STOP_S
+        left = [proc for proc in before if _running(proc)] \
+            + _processes(session=importer.pid, home=home, servers=False)
+        assert not left, _describe(left)
+        # The holder still has its server, and the stopped run is on record, not left running.
+        with psycopg.connect(dsn) as conn:
+            runs = conn.execute("SELECT status, counts IS NOT NULL FROM import_runs").fetchall()
+        assert runs == [("failed", True)]
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    # The import let go of the server too: the holder, last out, stopped it.
+    assert not _processes(home=home), _describe(_processes(home=home))
+
+
+def test_a_second_signal_ends_an_import_at_once_and_leaves_nothing_running(home: Path):
+    corpus = _corpus(home.parent, 300)
+    log_path = home.parent / "import.log"
+    importer = _start_import(home, corpus, log_path)
+    _wait_for_versions(_embedded_dsn(home / "pg"), importer, log_path)
+
+    before = _processes(session=importer.pid, home=home) + [psutil.Process(importer.pid)]
+    assert {"raylet", "gcs_server", "postgres"} <= {proc.name() for proc in before}
+    code, took = _stop(importer, signal.SIGINT, second=signal.SIGTERM)
+    print(f"import: SIGINT then SIGTERM to exit {took:.1f} s")
+
+    assert code == 143, f"exit {code} after {took:.1f} s:\n{_log_tail(log_path)}"
+    assert "stopping now" in log_path.read_text()
+    left = [proc for proc in before if _running(proc)] + _processes(session=importer.pid, home=home)
+    assert not left, _describe(left)
