@@ -66,11 +66,20 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True) -> dict[str, fl
 
 
 def started_ray() -> bool:
-    """Whether this process started the Ray it is connected to, rather than joining a cluster."""
-    import ray._private.worker
+    """Whether this process started the Ray it is connected to, rather than joining a cluster
+    (a `ray start` or `RAY_ADDRESS` one): then the raylet is a child of this process."""
+    import psutil
+    import ray
 
-    # What `ray.shutdown()` itself looks at to decide whether it has processes to stop.
-    return ray.is_initialized() and ray._private.worker._global_node is not None
+    if not ray.is_initialized():
+        return False
+    for child in psutil.Process().children():
+        try:
+            if child.name() == "raylet":
+                return True
+        except psutil.Error:
+            continue  # a child that just exited
+    return False
 
 
 def alive_nodes() -> int:

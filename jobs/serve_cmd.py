@@ -51,7 +51,11 @@ def start(settings: Settings, host: str, port: int) -> str:
 def main(settings: Settings, args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM, then stop within `shutdown.GRACE_S`: the processor, Serve,
     the local Ray this process started, its hold on the embedded PostgreSQL. Exit 0 on such a
-    stop; a signal that comes while it is still starting ends it with 128 + the signal."""
+    stop; a signal that comes while it is still starting ends it with 128 + the signal.
+
+    What still calls into Ray when it shuts down (the processor in a micro-batch, Serve stopping
+    on a cluster) would make Ray end the process on the spot, so past their share of the time
+    the stop is forced instead."""
     from jobs import process
 
     stopping = shutdown.install(interrupt=True)
@@ -63,25 +67,27 @@ def main(settings: Settings, args: argparse.Namespace) -> int:
                                      daemon=True)
         processor.start()
         shutdown.wait()
-        if not runtime.started_ray():
-            _stop_serve()
-        shutdown.stop_ray()
-        # A micro-batch the processor was in fails once Ray is gone; it records that, and its
-        # versions stay queued for the next processor, before the database goes.
+        # A micro-batch the processor is in ends while Ray and the database are still there.
         processor.join(timeout=shutdown.remaining() / 2)
+        if processor.is_alive():
+            shutdown.end_now("the processor is still in a micro-batch")
+        if not runtime.started_ray() and not _stop_serve():
+            shutdown.end_now("Serve is still stopping on the cluster")
     finally:
         shutdown.finish()
     return 0
 
 
-def _stop_serve() -> None:
+def _stop_serve() -> bool:
     """Take the application and Serve's controller off a cluster this process only joined, where
-    they would outlive it; on a local Ray, stopping Ray stops them."""
+    they would outlive it (on a local Ray, stopping Ray stops them); whether that finished in
+    time, leaving a second or two for the rest."""
     from ray import serve
 
     stopper = threading.Thread(target=serve.shutdown, name="serve-shutdown", daemon=True)
     stopper.start()
-    stopper.join(timeout=shutdown.remaining() / 2)
+    stopper.join(timeout=max(0.0, shutdown.remaining() - 2.0))
+    return not stopper.is_alive()
 
 
 if __name__ == "__main__":

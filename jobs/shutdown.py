@@ -1,10 +1,13 @@
 """How a `corpusmem` command stops: the first SIGINT or SIGTERM stops what the process started
 within `GRACE_S`; a second one, or a stop that overruns, ends it at once.
 
-What a stop undoes, in order: Ray (`ray.shutdown()` stops a local Ray this process started and
-only disconnects from a cluster it joined), then whatever is left of this process's tree (Ray's
-workers, its dashboard), then this process's hold on the embedded PostgreSQL, which stops if no
-other process holds it. A forced stop kills the tree instead of asking it to exit.
+What a stop undoes, in order: this process's hold on the embedded PostgreSQL (the server stops
+if no other process holds it), then Ray (`ray.shutdown()` stops a local Ray this process started
+and only disconnects from a cluster it joined), then whatever is left of this process's tree
+(Ray's workers, its dashboard). The database goes first because Ray may end the process on the
+spot while it shuts down (when another thread still calls into it), and what has to reach the
+database (an import's run record) is written before the stop begins. A forced stop kills the
+tree instead of asking it to exit.
 
 Only the entry points in `jobs/` call `install`; code below them learns of a stop through the
 `threading.Event` it is handed, or through `Interrupted` unwinding the main thread.
@@ -25,8 +28,10 @@ from typing import NoReturn
 
 import psutil
 
-# The commands promise to be gone 10 s after the first signal; this leaves the rest for a forced end.
-GRACE_S = 8.0
+# The commands promise to be gone 10 s after the first signal; this leaves the rest for a forced end,
+# which waits up to `_FORCE_WAIT_S` for what it killed to be gone.
+GRACE_S = 7.0
+_FORCE_WAIT_S = 2.5
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -91,17 +96,6 @@ def remaining() -> float:
     return max(0.0, GRACE_S - (time.monotonic() - _state.since))
 
 
-def stop_ray() -> None:
-    """Disconnect from Ray, stopping it if this process started it, and wait for this process's
-    tree to be gone (what does not leave in time is killed)."""
-    # Taken first: once the raylet is gone its workers are no longer in this process's tree.
-    started = _tree()
-    ray = sys.modules.get("ray")
-    if ray is not None and ray.is_initialized():
-        _shutdown_ray(ray.shutdown)
-    _reap(list({proc.pid: proc for proc in started + _tree()}.values()))
-
-
 def finish() -> None:
     """Everything a stop undoes (see the module's docstring); safe to call more than once.
 
@@ -109,12 +103,23 @@ def finish() -> None:
     (`interrupt`), 0 if it was waiting to be stopped: what is left (other exit hooks, the
     interpreter's teardown of Ray's, torch's and the pools' objects) took seconds more, and can
     wait on a lock other processes hold, with nothing of this process's left to clean up."""
-    stop_ray()
     from sql.store import embedded
 
     embedded.release_all()
+    # Taken first: once the raylet is gone its workers are no longer in this process's tree.
+    started = _tree()
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        _shutdown_ray(ray.shutdown)
+    _reap(list({proc.pid: proc for proc in started + _tree()}.values()))
     if _state.exit_code is not None:
         _exit(_state.exit_code)
+
+
+def end_now(why: str) -> NoReturn:
+    """A forced stop, for when a graceful one cannot be had in time (Ray's shutdown would end
+    the process under a thread still calling into Ray): exits as `finish` would."""
+    _force(_state.exit_code if _state.exit_code is not None else 1, why)
 
 
 def _shutdown_ray(shutdown: Callable[[], None]) -> None:
@@ -138,14 +143,14 @@ def _take_signals() -> None:
 
 def _on_signal(signum: int, frame: object) -> None:
     if _state.signum is not None:
-        _force(signum, "a second signal")
+        _force(128 + signum, "a second signal")
     _state.signum = signum
     _state.exit_code = 128 + signum if _state.interrupt else 0
     _state.since = time.monotonic()
     _state.requested.set()
     print(f"corpusmem: {signal.Signals(signum).name}: stopping (a second signal stops at once)",
           file=sys.stderr, flush=True)
-    watchdog = threading.Timer(GRACE_S, _force, args=(signum, f"still stopping after {GRACE_S:.0f} s"))
+    watchdog = threading.Timer(GRACE_S, _force, args=(128 + signum, f"still stopping after {GRACE_S:.0f} s"))
     watchdog.daemon = True
     watchdog.start()
     # Exit hooks run last registered first; Ray's and the embedded server's came after `install`,
@@ -156,19 +161,24 @@ def _on_signal(signum: int, frame: object) -> None:
         raise Interrupted(signum)
 
 
-def _force(signum: int, why: str) -> NoReturn:
+def _force(code: int, why: str) -> NoReturn:
     print(f"corpusmem: {why}: stopping now", file=sys.stderr, flush=True)
-    for proc in _tree():
-        try:
-            proc.kill()
-        except psutil.Error:
-            pass  # already gone
     try:
         from sql.store import embedded
 
         embedded.release_all()
     finally:
-        _exit(128 + signum)
+        procs = _tree()
+        for proc in procs:
+            try:
+                # A `pg_ctl stop` under way is the stop this one cut short letting go of the
+                # server: killed, it would leave the server half-stopped.
+                if proc.name() != "pg_ctl":
+                    proc.kill()
+            except psutil.Error:
+                pass  # already gone
+        _wait_gone(procs, _FORCE_WAIT_S)
+        _exit(code)
 
 
 def _exit(code: int) -> NoReturn:

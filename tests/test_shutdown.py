@@ -1,6 +1,7 @@
 """SIGTERM or SIGINT to `corpusmem serve` or `corpusmem import`: gone within 10 s, with nothing
 left running of what it started (Ray's processes, its dashboard, the embedded PostgreSQL), except
-a PostgreSQL that another process still holds.
+a PostgreSQL that another process still holds, and a Ray cluster it only joined (which loses the
+Serve application, and keeps running).
 
 Each command runs as a child in its own session and its own CORPUSMEM_HOME, so its processes are
 told apart from the test session's own Ray and PostgreSQL by session id and by data folder.
@@ -17,6 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -133,18 +135,22 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_serve_stops_on_sigterm_within_10_s_and_leaves_nothing_running(home: Path):
-    port = _free_port()
-    log_path = home.parent / "serve.log"
-    with open(log_path, "w") as log:
-        server = subprocess.Popen([sys.executable, "-m", "jobs.cli", "serve", "--port", str(port)], cwd=ROOT,
-                                  env=_env(home), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+def _wait_until_serving(server: subprocess.Popen, port: int, log_path: Path) -> None:
     deadline = time.monotonic() + START_S
     while "corpusmem read API at" not in log_path.read_text(errors="replace"):
         assert server.poll() is None and time.monotonic() < deadline, \
             f"corpusmem serve did not come up:\n{_log_tail(log_path)}"
         time.sleep(0.5)
     assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
+
+
+def test_serve_stops_on_sigterm_within_10_s_and_leaves_nothing_running(home: Path):
+    port = _free_port()
+    log_path = home.parent / "serve.log"
+    with open(log_path, "w") as log:
+        server = subprocess.Popen([sys.executable, "-m", "jobs.cli", "serve", "--port", str(port)], cwd=ROOT,
+                                  env=_env(home), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    _wait_until_serving(server, port, log_path)
 
     before = _processes(session=server.pid, home=home) + [psutil.Process(server.pid)]
     names = {proc.name() for proc in before}
@@ -157,6 +163,74 @@ def test_serve_stops_on_sigterm_within_10_s_and_leaves_nothing_running(home: Pat
     left = [proc for proc in before if _running(proc)] + _processes(session=server.pid, home=home)
     assert not left, _describe(left)
     assert not (home / "pg" / "postmaster.pid").exists()
+
+
+@dataclass(frozen=True)
+class Cluster:
+    address: str
+    env: dict[str, str]   # what reaches it
+    temp: Path            # its temp folder, named in the command line of each of its processes
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    """A Ray cluster started with `ray start`, in its own temp folder so that no other
+    `ray.init()` on this machine finds it."""
+    temp = Path(tempfile.mkdtemp(prefix="cm-ray-"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "CORPUSMEM_"))}
+    # Token authentication, where a token file exists, would otherwise refuse the second client.
+    env["RAY_AUTH_MODE"] = "disabled"
+    port = _free_port()
+    subprocess.run([str(Path(sys.executable).parent / "ray"), "start", "--head", f"--port={port}", "--num-cpus=2",
+                    f"--temp-dir={temp}", "--include-dashboard=false", "--disable-usage-stats"],
+                   env=env, check=True, capture_output=True, timeout=120, start_new_session=True)
+    try:
+        yield Cluster(f"127.0.0.1:{port}", env, temp)
+    finally:
+        # Not `ray stop`: it stops every Ray on the machine, the test session's included.
+        procs = _cluster_processes(temp)
+        for proc in procs:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(procs, timeout=10)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _cluster_processes(temp: Path) -> list[psutil.Process]:
+    found: dict[int, psutil.Process] = {}
+    for proc in psutil.process_iter():
+        try:
+            if str(temp) in " ".join(proc.cmdline()):
+                found[proc.pid] = proc
+                found.update((child.pid, child) for child in proc.children(recursive=True))
+        except psutil.Error:
+            pass
+    return [proc for proc in found.values() if _running(proc)]
+
+
+def test_serve_on_a_cluster_it_joined_takes_its_application_off_and_leaves_the_cluster_running(
+        home: Path, cluster: Cluster):
+    port = _free_port()
+    log_path = home.parent / "serve.log"
+    with open(log_path, "w") as log:
+        server = subprocess.Popen([sys.executable, "-m", "jobs.cli", "serve", "--port", str(port)], cwd=ROOT,
+                                  env={**cluster.env, "RAY_ADDRESS": cluster.address, "CORPUSMEM_HOME": str(home)},
+                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    _wait_until_serving(server, port, log_path)
+    names = {proc.name() for proc in _cluster_processes(cluster.temp)}
+    assert {"raylet", "gcs_server", "ray::ServeController"} <= names, names
+
+    code, took = _stop(server, signal.SIGTERM)
+    print(f"serve on a joined cluster: SIGTERM to exit {took:.1f} s")
+
+    assert code == 0, f"exit {code} after {took:.1f} s:\n{_log_tail(log_path)}"
+    assert took < STOP_S
+    names = {proc.name() for proc in _cluster_processes(cluster.temp)}
+    assert {"raylet", "gcs_server"} <= names, "the cluster it only joined must keep running"
+    assert not {name for name in names if name.startswith(("ray::Serve", "ray::ProxyActor"))}, names
+    assert not _processes(session=server.pid, home=home), _describe(_processes(session=server.pid, home=home))
 
 
 def _corpus(root: Path, count: int) -> Path:
