@@ -328,3 +328,21 @@ def test_a_second_signal_ends_an_import_at_once_and_leaves_nothing_running(home:
     assert "stopping now" in log_path.read_text()
     left = [proc for proc in before if _running(proc)] + _processes(session=importer.pid, home=home)
     assert not left, _describe(left)
+
+
+def test_a_holder_killed_without_letting_go_does_not_keep_the_database_running(home: Path):
+    pg_dir = home / "pg"
+    killed = subprocess.Popen([sys.executable, "-c", _HOLDER, str(pg_dir)], cwd=ROOT, env=_env(None),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert killed.stdout.readline().startswith("postgresql://")
+    killed.kill()  # no exit hooks: it stays on the server's list of holders
+    killed.wait()
+
+    passing = subprocess.run([sys.executable, "-c", _HOLDER, str(pg_dir)], cwd=ROOT, env=_env(None),
+                             input="", capture_output=True, text=True, timeout=120)
+    assert passing.returncode == 0, passing.stderr
+    # The last live holder out stopped it.
+    deadline = time.monotonic() + 20
+    while _processes(home=home) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _processes(home=home), _describe(_processes(home=home))
