@@ -24,12 +24,17 @@ def start(settings: Settings, host: str, port: int) -> str:
     from serve.app import DeploymentInfo
     from serve.deployment import APP_NAME, application
     from sql.store import authority as store
+    from sql.write import reconcile
 
     runtime.init_ray(quiet=True)
     model = resolve_model(settings.embedding_model)
     authority = store.open_store(settings, embedding_model=model.name,
                                  embedding_dim=embedding_dim(load_model(model, "cpu")),
                                  build_revision=runtime.build_revision())
+    with store.connect(authority.dsn, autocommit=True) as conn:
+        # what a reconcile interrupted elsewhere left (a crash after its events were recorded) is
+        # finished before the first read
+        reconcile.reconcile_facts(conn, None)
     credentials = auth.parse_tokens(settings.api_tokens, settings.api_tokens_file)
     info = DeploymentInfo(authority.deployment.deployment_id, authority.deployment.build_revision, model.name,
                           settings.object_store_uri, settings.max_file_bytes, tuple(sorted(credentials.items())),
