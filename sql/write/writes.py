@@ -261,7 +261,8 @@ def record_run_items(conn: psycopg.Connection, run_id: str, rows: list[dict[str,
         cur.executemany(
             "INSERT INTO import_run_items (run_id, item, outcome, stage, error, version_id)"
             " SELECT %(run)s, %(item)s, %(outcome)s, %(stage)s, %(error)s, %(v)s WHERE NOT EXISTS"
-            " (SELECT 1 FROM import_run_items WHERE run_id = %(run)s AND item = %(item)s AND outcome = %(outcome)s)",
+            " (SELECT 1 FROM import_run_items WHERE run_id = %(run)s AND item = %(item)s AND outcome = %(outcome)s"
+            "  AND stage IS NOT DISTINCT FROM %(stage)s AND error IS NOT DISTINCT FROM %(error)s)",
             [{"run": run_id, "item": r["item"], "outcome": r["outcome"], "stage": r["error_stage"],
               "error": r["error"], "v": r["version_id"]} for r in rows])
 
