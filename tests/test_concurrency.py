@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from actors.db_writer import Ingest, Write
 from actors.embedder import Embed, embedding_dim, load_model, resolve_model
 from actors.extractor import Extract, ExtractorConfig, build_extractor
 from actors.object_store import ObjectStore
-from jobs import process, runtime
+from jobs import process
 from jobs.import_corpus import _ITEM_SCHEMA
 from jobs.settings import Settings
 from pipeline.documents import stages
@@ -30,6 +29,7 @@ from pipeline.documents.sources import SourceOptions, list_sources, read_item
 from serve.ingest import ingest as api_ingest
 from sql.store import authority as store
 from sql.store import runs
+from tests.test_failures import _wait_for
 from tests.test_import import do_import, rows
 
 pytestmark = pytest.mark.integration
@@ -40,16 +40,6 @@ _COUNTED = ("documents", "versions", "chunks", "claims", "entities", "facts", "f
 
 def _counts(settings: Settings, tables=_COUNTED) -> dict[str, int]:
     return {t: rows(settings, f"SELECT count(*) FROM {t}")[0][0] for t in tables}
-
-
-def _wait_for(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = condition()
-        if got:
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_landing_a_write_batch_twice_changes_nothing(memory, tmp_path):
