@@ -10,8 +10,8 @@ a release reports the same hash:
   comments`), and `GET /query/space` can return it as it is.
 - `sql/migrations/0004_memory_v1.sql`: the SQL of every view and function, cut into sections by
   its `-- @view NAME` / `-- @function NAME` / `-- @support NAME` / `-- @grants` markers. The
-  section text is the object's definition in the manifest. A later migration's `@support`
-  sections (0007: what the memory serves) replace or extend 0004's.
+  section text is the object's definition in the manifest. A later migration's `@support` and
+  `@view` sections (0007: what the memory serves) replace or extend 0004's.
 - `sql/query_space/query_catalog.py`: limits and grammar lists.
 
 `check_live(conn)` compares a database against that: view columns (names, order, types),
@@ -62,14 +62,17 @@ def migration_text() -> str:
     return resources.files("sql").joinpath("migrations").joinpath(MIGRATION_FILE).read_text(encoding="utf-8")
 
 
-def later_support() -> dict[str, str]:
-    """The `@support` sections of the migrations after 0004, in order: a later migration that
-    redefines a building block of the views (applied migrations never change) replaces its text."""
-    found: dict[str, str] = {}
+def later_sections() -> dict[str, dict[str, str]]:
+    """The `@support` and `@view` sections of the migrations after 0004, in order: a later
+    migration that redefines a view or a building block of the views (applied migrations never
+    change) replaces its text."""
+    found: dict[str, dict[str, str]] = {"support": {}, "view": {}}
     directory = resources.files("sql").joinpath("migrations")
     for entry in sorted(directory.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".sql") and entry.name > MIGRATION_FILE:
-            found.update(sections(entry.read_text(encoding="utf-8"))["support"])
+            parts = sections(entry.read_text(encoding="utf-8"))
+            for kind in found:
+                found[kind].update(parts[kind])
     return found
 
 
@@ -129,7 +132,8 @@ def manifest(space: str | None = None, migration: str | None = None) -> dict[str
     """The whole manifest; `space` and `migration` default to the checked-in files."""
     description = json.loads(space if space is not None else space_text())
     parts = sections(migration if migration is not None else migration_text())
-    parts["support"].update(later_support())
+    for kind, found in later_sections().items():
+        parts[kind].update(found)
     views = []
     for view in description["views"]:
         definition = parts["view"].get(view["name"])

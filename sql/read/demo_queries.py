@@ -25,7 +25,7 @@ def documents(conn: psycopg.Connection) -> list[tuple[Any, ...]]:
 def non_body_sections(conn: psycopg.Connection) -> list[tuple[Any, ...]]:
     return conn.execute(
         "SELECT d.title, s.heading, s.role FROM sections s JOIN versions v USING (version_id)"
-        f" JOIN documents d USING (doc_id) WHERE s.role <> 'body' AND {servable('content', 's')}"
+        f" JOIN documents d USING (doc_id) WHERE s.role <> 'body' AND {servable('content', 'v')}"
         " ORDER BY d.title, s.ord").fetchall()
 
 

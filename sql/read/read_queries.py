@@ -16,10 +16,12 @@ from sql.write.ingest import child_id
 
 Conn = psycopg.AsyncConnection
 
-# The view that decides, for each kind of row, whether the memory serves it.
+# The view that decides, for each kind of row, whether the memory serves it, and the key it is
+# asked by. A reading is asked by (doc_id, version_id): the document lets PostgreSQL work out that
+# one document's current version instead of every document's.
 _SERVABLE = {
     "document": ("doc_id", "memory_v1_private.lineages"),           # live documents
-    "content": ("version_id", "memory_v1_private.current_content"),  # their current readings
+    "content": ("doc_id, version_id", "memory_v1_private.current_content"),  # their current readings
     "claim": ("claim_id", "memory_v1_private.live_claims"),          # current testimony
     "visible_claim": ("claim_id", "memory_v1_private.visible_claims"),  # any testimony of a live document
     "fact": ("fact_id", "memory_v1_private.believed_facts"),         # held now
@@ -29,10 +31,11 @@ _SERVABLE = {
 
 
 def servable(kind: str, alias: str, column: str | None = None) -> str:
-    """The condition that the row `alias` (its `column`, by default the kind's key) is servable
-    as a `kind`: a semi-join on the deciding view, which the planner turns into an index probe."""
+    """The condition that the row `alias` (by its `column`, else by the kind's key columns) is
+    servable as a `kind`: a semi-join on the deciding view."""
     key, view = _SERVABLE[kind]
-    return f"{alias}.{column or key} IN (SELECT {key} FROM {view})"
+    columns = ", ".join(f"{alias}.{c.strip()}" for c in (column or key).split(","))
+    return f"({columns}) IN (SELECT {key} FROM {view})"
 
 
 async def fetch(conn: Conn, sql: str, params: Any = None) -> list[tuple]:
@@ -292,15 +295,17 @@ async def graph_edges(conn: Conn, frontier: list[str], *, valid_at: Any, believe
     `believed_at` (now: not invalidated), withdrawn ones excluded; at most `limit`."""
     belief = ("f.ingested_at <= %(b)s AND (f.invalidated_at IS NULL OR f.invalidated_at > %(b)s)"
               if believed_at is not None else "f.invalidated_at IS NULL")
-    # The graph's edges are memory_v1's: relations with surviving provenance between entities with
-    # live provenance.
+    # The candidates are found through the facts' own indexes first (MATERIALIZED keeps that plan:
+    # with the servable checks folded in, PostgreSQL walked a whole index instead: 14 against 29 ms
+    # for five hub entities of a 17,000-fact memory), then each is confirmed as an edge, as
+    # memory_v1's graph views do: a relation with surviving provenance whose two entities have it.
     return await fetch(
-        conn, f"SELECT {_EDGE_COLUMNS} FROM facts f JOIN memory_v1.graph_edges_visible_history g"
-        f" ON g.relation_id = f.fact_id WHERE {belief} AND f.support = 'current'"
-        " AND (f.subject_id = ANY(%(f)s::uuid[]) OR f.object_id = ANY(%(f)s::uuid[]))"
+        conn, f"WITH f AS MATERIALIZED (SELECT {_EDGE_COLUMNS} FROM facts f WHERE f.kind = 'relation' AND {belief}"
+        " AND f.support = 'current' AND (f.subject_id = ANY(%(f)s::uuid[]) OR f.object_id = ANY(%(f)s::uuid[]))"
         " AND (cardinality(%(p)s::text[]) = 0 OR f.predicate = ANY(%(p)s::text[]))"
-        " AND (f.valid_from IS NULL OR f.valid_from <= %(v)s) AND (f.valid_until IS NULL OR f.valid_until > %(v)s)"
-        " ORDER BY f.evidence_count DESC, f.fact_id LIMIT %(n)s",
+        " AND (f.valid_from IS NULL OR f.valid_from <= %(v)s) AND (f.valid_until IS NULL OR f.valid_until > %(v)s))"
+        f" SELECT * FROM f WHERE {servable('visible_fact', 'f')} AND {servable('entity', 'f', 'subject_id')}"
+        f" AND {servable('entity', 'f', 'object_id')} ORDER BY f.evidence_count DESC, f.fact_id LIMIT %(n)s",
         {"f": frontier, "p": predicates, "v": valid_at, "b": believed_at, "n": limit})
 
 
