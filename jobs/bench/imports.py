@@ -22,14 +22,16 @@ from typing import Any
 import psutil
 
 from jobs import runtime
+from jobs.bench import recall as bench_recall
 from jobs.bench import serve as bench_serve
 from jobs.bench import synthetic
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("what", choices=("import", "facts", "serve"), help="which benchmark: import throughput "
-                        "against raw encode, facts (adjudication rate and import time at N and 2N documents), or "
-                        "serve (read-API latency under 1 and 8 clients against a bare pgvector query)")
+    parser.add_argument("what", choices=("import", "facts", "serve", "recall"), help="which benchmark: import "
+                        "throughput against raw encode, facts (adjudication rate and import time at N and 2N "
+                        "documents), serve (read-API latency under 1 and 8 clients against a bare pgvector "
+                        "query), or recall (LoCoMo evidence recall against retrieval over the raw turns)")
     parser.add_argument("--docs", type=int, default=2000, help="documents in the base corpus (default 2000)")
     parser.add_argument("--no-double", action="store_true",
                         help="skip the 2N run that checks driver memory stays flat")
@@ -38,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (default: a temp dir)")
     bench_serve.add_arguments(parser)
+    bench_recall.add_arguments(parser)
 
 
 def write_corpus(root: Path, count: int, generator=synthetic.generate) -> None:
@@ -201,6 +204,9 @@ def main(args: argparse.Namespace) -> int:
     if args.what == "serve":
         results = bench_serve.bench(args)
         print(bench_serve.render(results))
+    elif args.what == "recall":
+        results = bench_recall.bench(args)
+        print(bench_recall.render(results))
     elif args.what == "facts":
         results = bench_facts(args)
         print(render_facts(results))
