@@ -222,19 +222,27 @@ async def claims_and_sources_context(conn: Conn, query: str, *, k: int = 50, can
         if missing:
             return _envelope("evidence", at, negative=m.Negative(kind="unknown_entity",
                                                                 explanation=f"no entity {', '.join(missing)}"))
-    nominated = {table: [await read_queries.nominate(conn, table, channel, query, vector, candidate_k, entity_ids)
-                         for channel in ("semantic", "bm25")] for table in ("claims", "chunks")}
-    fused_claims, fused_chunks = (fusion.fuse(nominated[table]) for table in ("claims", "chunks"))
-    claims = await read_queries.confirm_claims(conn, fused_claims)
-    chunks = await read_queries.confirm_chunks(conn, fused_chunks)
-    dropped = len(fused_claims) - len(claims) + len(fused_chunks) - len(chunks)
+    nominated = {f"{table}_{channel}": await read_queries.nominate(conn, table, channel, query, vector,
+                                                                   candidate_k, entity_ids)
+                 for table in ("claims", "chunks") for channel in ("semantic", "bm25")}
+    # One fused ranking over claims and chunks: a caller sees which claim outranks which chunk.
+    # Within one table it is the order of that table's two channels fused alone.
+    fused = fusion.signals(nominated)
+    of = {table: [i for i, found in fused.items() if next(iter(found)).startswith(table)]
+          for table in ("claims", "chunks")}
+    claims = await read_queries.confirm_claims(conn, of["claims"])
+    chunks = await read_queries.confirm_chunks(conn, of["chunks"])
+    dropped = len(of["claims"]) - len(claims) + len(of["chunks"]) - len(chunks)
     grouped = _group_claims(claims)
-    full_channel = any(len(ids) >= candidate_k for lists in nominated.values() for ids in lists)
+    full_channel = any(len(ids) >= candidate_k for ids in nominated.values())
     truncated = len(grouped) > k or len(chunks) > k or full_channel
     evidence = tuple(grouped[:k])
+    returned = {str(e.claim_id) for e in evidence} | {str(c["chunk_id"]) for c in chunks[:k]}
+    ranking = tuple(m.RankedItem(item_id=UUID(i), score=sum(found.values()), signals=found)
+                    for i, found in fused.items() if i in returned)
     negative = None if evidence or chunks else m.Negative(kind="known_empty", explanation=f"nothing matches {query!r}")
     return _envelope("evidence", at, evidence=evidence, chunks=tuple(chunk_result(c) for c in chunks[:k]),
-                     dropped_by_hydration=dropped, negative=negative,
+                     dropped_by_hydration=dropped, negative=negative, ranking=ranking,
                      truncation=m.Truncation(truncated=truncated, returned=len(evidence),
                                              estimated_total=len(grouped), total_is_exact=not full_channel,
                                              reason="result_budget" if truncated else None))

@@ -156,6 +156,24 @@ def test_claims_and_sources_restricted_to_entities(api):
     assert any("search team" in c["claim_text"] for c in everything["evidence"])
 
 
+def test_claims_and_chunks_come_in_one_ranking_that_both_lists_follow(api):
+    got = op(api, "claims_and_sources_context", query="When is the billing migration cutover?")
+    ranking, evidence, chunks = got["ranking"], got["evidence"], got["chunks"]
+    assert evidence and chunks
+    ids = [r["item_id"] for r in ranking]
+    claim_ids, chunk_ids = [e["claim_id"] for e in evidence], [c["chunk_id"] for c in chunks]
+    assert sorted(ids) == sorted(claim_ids + chunk_ids)              # every returned item, once
+    assert [i for i in ids if i in claim_ids] == claim_ids            # each list in the ranking's order
+    assert [i for i in ids if i in chunk_ids] == chunk_ids
+    scores = [r["score"] for r in ranking]
+    assert scores == sorted(scores, reverse=True)
+    for r in ranking:   # the score is the sum of what each channel contributed: 1 / (60 + rank)
+        assert r["signals"] and set(r["signals"]) <= {"claims_semantic", "claims_bm25", "chunks_semantic",
+                                                      "chunks_bm25"}
+        assert abs(sum(r["signals"].values()) - r["score"]) < 1e-9
+        assert all(0 < s <= 1 / 61 for s in r["signals"].values())
+
+
 def test_the_same_request_gives_the_same_body_apart_from_evaluated_at(api):
     def strip(body: dict) -> dict:
         body = copy.deepcopy(body)

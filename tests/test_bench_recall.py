@@ -80,11 +80,15 @@ def test_bm25_follows_the_formula_and_rrf_fuses_by_rank():
 
 
 def test_an_answer_is_its_claims_words_then_its_chunks_and_recall_is_per_category(conversation):
-    answer = {"evidence": [{"source_span": "I finally finished the marathon", "claim_text": "John said that …"}],
-              "chunks": [{"chunk_text": "[D2:1 | …] Maria: My sister adopted a puppy named Biscuit."}]}
+    answer = {"evidence": [{"claim_id": "c1", "source_span": "I finally finished the marathon",
+                            "claim_text": "John said that …"}],
+              "chunks": [{"chunk_id": "k1", "chunk_text": "[D2:1 | …] Maria: My sister adopted a puppy named Biscuit."}]}
     assert recall.answer_items(answer) == ["I finally finished the marathon",
                                            "[D2:1 | …] Maria: My sister adopted a puppy named Biscuit."]
     assert recall.answer_items(answer, "claim_text")[0] == "John said that …"
+    ranked = {**answer, "ranking": [{"item_id": "k1"}, {"item_id": "c1"}]}   # the chunk outranks the claim
+    assert recall.answer_items(ranked) == ["[D2:1 | …] Maria: My sister adopted a puppy named Biscuit.",
+                                           "I finally finished the marathon"]
     _, questions = locomo.read_conversation(conversation)
     table = locomo.recall_table({"m": [(questions[0], True), (questions[1], False)]})
     assert table["m"]["all"] == 0.5 and table["m"]["4"] == 1.0 and table["m"]["1"] == 0.0

@@ -62,14 +62,17 @@ def import_documents(folder: Path, home: Path) -> float:
 
 
 def answer_items(answer: dict[str, Any], claim: str = "source_span") -> list[str]:
-    """The items of an answer in its order: each evidence claim, then each chunk.
+    """The items of an answer in its order: claims and chunks as its `ranking` orders them (each
+    evidence claim, then each chunk, when it has none).
 
     A claim is counted as its `source_span`, the exact words of the source it stands on: the hit
     rule recognises a turn by its words, and a claim's own text rewrites them ("Maria said that
     …"), so it could never be recognised. `claim="claim_text"` counts the rewritten text instead
     (reported beside it, so that the difference shows)."""
-    items = [e[claim] for e in answer.get("evidence", ())]
-    return items + [c["chunk_text"] for c in answer.get("chunks", ())]
+    items = {e["claim_id"]: e[claim] for e in answer.get("evidence", ())}
+    items.update((c["chunk_id"], c["chunk_text"]) for c in answer.get("chunks", ()))
+    order = [r["item_id"] for r in answer.get("ranking", ()) if r["item_id"] in items]
+    return [items[i] for i in order] + [text for i, text in items.items() if i not in set(order)]
 
 
 def ask_memory(url: str, questions: list[Question]) -> list[dict[str, Any]]:
