@@ -10,14 +10,14 @@ from jobs.settings import SETTINGS, SettingsError, load_settings
 def test_defaults_apply_when_unset_or_empty():
     settings = load_settings({"CORPUSMEM_DSN": "", "CORPUSMEM_CHUNK_TARGET_CHARS": " "})
     assert settings.dsn is None
-    assert settings.chunk_target_chars == 1200
+    assert settings.chunk_target_chars == 800
     assert settings.embedding_model == "all-MiniLM-L6-v2"
     assert settings.object_store_uri.endswith("/.corpusmem/objects")
 
 
 def test_values_are_read_and_typed():
-    settings = load_settings({"CORPUSMEM_CHUNK_TARGET_CHARS": "800", "CORPUSMEM_OBJECT_STORE": "s3://b/p"})
-    assert settings.chunk_target_chars == 800
+    settings = load_settings({"CORPUSMEM_CHUNK_TARGET_CHARS": "1500", "CORPUSMEM_OBJECT_STORE": "s3://b/p"})
+    assert settings.chunk_target_chars == 1500
     assert settings.object_store_uri == "s3://b/p"
 
 
