@@ -71,6 +71,21 @@ REFERENCE_CUES = _cues(
     r"\bconfidential(?:ity)? notice\b|\bthis (?:e-?mail|message) and any attachments\b",
     r"^page \d+(?: of \d+)?$",
 ) + (re.compile(r"^[A-Z][A-Za-z'’\-]+,\s+(?:[A-Z]\.\s*)+.*\b(?:1[89]|20)\d{2}"),)  # Doe, J. (2020)
+# Datelines and bylines say when and by whom the document was written, which is its said-on time
+# and author, never a statement about the world ("Written on 4 March 2026." is neither a claim nor
+# an entity named "Written").
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_DAY = r"\d{1,2}(?:st|nd|rd|th)?"
+_DATE = (rf"(?i:(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day,?\s+)?(?:{_DAY}\s+{_MONTH},?\s+\d{{4}}|"
+         rf"{_MONTH}\s+{_DAY},?\s+\d{{4}}|\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}/\d{{1,2}}/\d{{2,4}})"
+         r"(?:,?\s+(?:at\s+)?\d{1,2}[:.]\d{2}(?::\d{2})?\s*(?:am|pm|utc|gmt|z)?)?)")
+_AUTHORS = r"[A-Z][\w'’\-]+(?:\s+(?:[A-Z][\w'’\-]+|and|&)|,\s+[A-Z][\w'’\-]+){0,6}"
+DATELINE_CUES = (
+    re.compile(rf"^(?i:written|posted|published|updated|last updated|last modified|modified|created|dated|sent|"
+               rf"issued|filed)(?:\s+(?i:on|at))?\s*:?\s*{_DATE}(?:\s+by\s+{_AUTHORS})?\.?$"),
+    re.compile(rf"^(?i:(?:written|posted|published) by|by|authors?\s*:)\s+{_AUTHORS}"
+               rf"(?:,?\s+(?:(?i:on)\s+)?{_DATE})?\.?$"),
+)
 # Questions that end without "?" are only trusted in a speaker's turn, where "Will" or "May"
 # opening a sentence is far likelier to ask than to name someone.
 QUESTION_CUES = _cues(r"\?[\"'”’)\]]*$")
@@ -255,7 +270,7 @@ _THIRD_PERSON_NAME = re.compile(
 # of the sentence instead (GENERIC_VERBS / GENERIC_PREDICATES; PRONOUN_SUBJECTS and
 # DEMONSTRATIVE_SUBJECTS against the earlier passages).
 DROP_CUES: dict[str, tuple[re.Pattern[str], ...]] = {
-    "references_boilerplate": REFERENCE_CUES,
+    "references_boilerplate": REFERENCE_CUES + DATELINE_CUES,
     "question": QUESTION_CUES + TURN_QUESTION_CUES,
     "intro": INTRO_CUES,
     "conclusion": CONCLUSION_CUES,
@@ -302,7 +317,7 @@ def judge(passage: Passage, earlier: Sequence[Passage], section_role: str,
     text = plain(passage.text)
     row = passage.text.lstrip().startswith("|")
     previous = earlier[-1] if earlier else None
-    if section_role in DROP_SECTION_ROLES or _any(REFERENCE_CUES, text):
+    if section_role in DROP_SECTION_ROLES or _any(DROP_CUES["references_boilerplate"], text):
         return "drop", "references_boilerplate"
     if _any(QUESTION_CUES, text) or (passage.speaker and _any(TURN_QUESTION_CUES, text)):
         return "drop", "question"

@@ -21,6 +21,7 @@ from pipeline.claims.extraction import (
 )
 from pipeline.claims.segment import context_passages, document_header
 from pipeline.documents.chunk import structure_and_chunk
+from pipeline.facts import normalize
 
 TRANSCRIPT = """# Billing stand-up
 
@@ -254,3 +255,15 @@ def test_a_table_row_takes_its_header_and_stays_grounded():
     row = extract(markdown, asserted_at=datetime(2026, 5, 2, tzinfo=UTC))
     assert texts(row) == ["Step: Schema change, Owner: Ravi, Status: Done on 3 March."]
     assert row["claims"][0]["valid_from"] == datetime(2026, 3, 3, tzinfo=UTC)
+
+
+def test_a_dateline_and_a_byline_are_neither_claims_nor_entities():
+    row = extract("# Billing notes\n\nWritten on 4 March 2026.\n\nBy Dana Kim\n\nRavi leads the billing migration.\n",
+                  asserted_at=datetime(2026, 3, 4, tzinfo=UTC))
+    assert texts(row) == ["Ravi leads the billing migration."]
+    drops = {(e["decision"], e["reason"]) for e in row["ledger"]}
+    assert ("selection_drop", "references_boilerplate") in drops
+    named = {name for c in row["claims"] for a in normalize.normalize_claim(c, "billing migration")
+             for name in (a.subject, a.object) if name}
+    assert named == {"Ravi", "billing migration"}
+

@@ -46,6 +46,12 @@ DROPS = [
     ("references_boilerplate", "Doe, J. (2021). Billing systems at scale. Acme Press."),
     ("references_boilerplate", "Copyright 2026 Acme Inc. All rights reserved."),
     ("references_boilerplate", "Page 3 of 12"),
+    ("references_boilerplate", "Written on 4 March 2026."),
+    ("references_boilerplate", "Posted by Ravi on 2026-03-04."),
+    ("references_boilerplate", "By Dana Kim"),
+    ("references_boilerplate", "By Dana Kim and Priya Shah, March 4, 2026"),
+    ("references_boilerplate", "Last updated: 12 May 2026 at 10:30 am"),
+    ("references_boilerplate", "Published Wednesday, March 4, 2026."),
     ("question", "Can the invoice system move to the new database without changes?"),
     ("question", "Which finance reports read directly from the billing database?"),
     ("intro", "This section describes the cutover plan."),
@@ -97,6 +103,14 @@ def test_every_drop_reason_is_covered_and_named() -> None:
     (reason, statement) for reason, statement in DROPS if reason in DROP_CUES])
 def test_drop_cues_name_the_reason(reason: str, statement: str) -> None:
     assert any(pattern.search(plain(statement)) for pattern in DROP_CUES[reason])
+
+
+@pytest.mark.parametrize("statement", [
+    "Ravi wrote the cutover plan on 4 March 2026.", "By June the team had shipped the exporter.",
+    "Written tests cover the exporter since 4 March 2026.", "Updated invoices go out on 2026-03-04 to every customer.",
+    "By then Dana Kim leads the migration."])
+def test_a_statement_that_only_starts_like_a_dateline_is_kept(statement: str) -> None:
+    assert judged(statement)[0] != "drop"
 
 
 def test_reference_and_boilerplate_sections_drop_everything() -> None:
