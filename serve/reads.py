@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import Any
 from uuid import UUID
 
+from pipeline.facts.names import named_in
 from serve import models as m
 from serve.retrieval import facts as facts_retrieval
 from serve.retrieval import fusion
@@ -225,6 +226,15 @@ async def claims_and_sources_context(conn: Conn, query: str, *, k: int = 50, can
     nominated = {f"{table}_{channel}": await read_queries.nominate(conn, table, channel, query, vector,
                                                                    candidate_k, entity_ids)
                  for table in ("claims", "chunks") for channel in ("semantic", "bm25")}
+    if not entity_ids and vector is not None:
+        # The people and things the question names (exact names, as resolve_entity's T0): the claims
+        # about them, by meaning, are a channel of their own, so "When did Melanie paint a
+        # sunrise?" prefers what is said of Melanie to every claim about painting.
+        named = sorted({e for name in named_in(query)
+                        for e, _, tier in await facts_queries.find_entities(conn, name) if tier == "T0"})
+        if named:
+            nominated["claims_named"] = await read_queries.nominate(conn, "claims", "semantic", query, vector,
+                                                                    candidate_k, named)
     # One fused ranking over claims and chunks: a caller sees which claim outranks which chunk.
     # Within one table it is the order of that table's two channels fused alone.
     fused = fusion.signals(nominated)

@@ -168,10 +168,18 @@ def test_claims_and_chunks_come_in_one_ranking_that_both_lists_follow(api):
     scores = [r["score"] for r in ranking]
     assert scores == sorted(scores, reverse=True)
     for r in ranking:   # the score is the sum of what each channel contributed: 1 / (60 + rank)
-        assert r["signals"] and set(r["signals"]) <= {"claims_semantic", "claims_bm25", "chunks_semantic",
-                                                      "chunks_bm25"}
+        assert r["signals"] and set(r["signals"]) <= {"claims_semantic", "claims_bm25", "claims_named",
+                                                      "chunks_semantic", "chunks_bm25"}
         assert abs(sum(r["signals"].values()) - r["score"]) < 1e-9
         assert all(0 < s <= 1 / 61 for s in r["signals"].values())
+
+
+def test_the_entities_a_question_names_nominate_the_claims_about_them(api):
+    named = op(api, "claims_and_sources_context", query="What does Dana Ortiz own?")
+    assert any("claims_named" in r["signals"] for r in named["ranking"])
+    assert "finance budget" in named["evidence"][0]["claim_text"]
+    unnamed = op(api, "claims_and_sources_context", query="who owns the budget")
+    assert all("claims_named" not in r["signals"] for r in unnamed["ranking"])
 
 
 def test_the_same_request_gives_the_same_body_apart_from_evaluated_at(api):

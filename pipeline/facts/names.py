@@ -66,6 +66,27 @@ def is_entity(phrase: str) -> bool:
     return bool(name) and not is_pronoun(name) and not is_bare_head(phrase) and any(ch.isalpha() for ch in name)
 
 
+_CAPITALISED_RUN = re.compile(r"(?<![\w'’])[A-Z][\w'’\-]*(?:\s+[A-Z][\w'’\-]*)*")
+# Words that open a question or a sentence capitalised, never as a name.
+_OPENERS = frozenset({"when", "what", "who", "whom", "whose", "where", "why", "how", "which", "did", "do", "does",
+                      "is", "are", "was", "were", "has", "have", "had", "can", "could", "would", "will", "should",
+                      "in", "on", "at", "after", "before", "during", "since", "according", "tell", "list", "name"})
+
+
+def named_in(question: str) -> list[str]:
+    """The names a question uses: runs of capitalised words, possessives off, without a question
+    word that opens the sentence ("When did Melanie paint a sunrise?" → ["Melanie"])."""
+    found = []
+    for match in _CAPITALISED_RUN.finditer(question):
+        words = match.group(0).split()
+        if match.start() == len(question) - len(question.lstrip()) and words[0].lower() in _OPENERS:
+            words = words[1:]
+        name = clean(" ".join(words))
+        if name and is_entity(name) and name not in found:
+            found.append(name)
+    return found
+
+
 def first_line(text: str | None) -> str | None:
     """A document's first line of text: its title or first heading, markup and comments off."""
     for line in (text or "").splitlines():

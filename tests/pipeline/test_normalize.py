@@ -101,3 +101,12 @@ def test_a_lone_first_name_takes_the_full_name_used_in_the_same_document():
     assert {r["subject_key"] for r in rows} == {"dana kim"}
     assert {(m["mention_key"], m["surface"]) for m in mentions if m["mention_key"] == "dana kim"} == {
         ("dana kim", "Dana Kim"), ("dana kim", "Dana")}
+
+
+def test_the_names_a_question_uses():
+    assert names.named_in("When did Melanie paint a sunrise?") == ["Melanie"]
+    assert names.named_in("What is Caroline's identity?") == ["Caroline"]
+    assert names.named_in("Melanie and John went where?") == ["Melanie", "John"]
+    assert names.named_in("What did Dana Kim decide about the Billing Migration?") == ["Dana Kim", "Billing Migration"]
+    assert names.named_in("when did i go there?") == []
+
