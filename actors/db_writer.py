@@ -242,7 +242,8 @@ class Write:
 REPORT_SCHEMA = pa.schema([
     ("item", pa.string()), ("source_ref", pa.string()), ("outcome", pa.string()),
     ("created", pa.bool_()), ("version_id", pa.string()), ("error_stage", pa.string()),
-    ("error", pa.string()), ("chunks", pa.int64()), ("vectors_computed", pa.int64()),
+    ("error", pa.string()), ("chunks", pa.int64()), ("chunk_vectors_computed", pa.int64()),
+    ("claim_vectors_computed", pa.int64()), ("vectors_cached", pa.int64()),
     ("vectors_reused", pa.int64()), ("claims", pa.int64()), ("claims_reused", pa.int64()),
     ("ledger_rows", pa.int64()),
     *[(f"s_{stage}", pa.float64()) for stage in records.STAGES],
@@ -262,7 +263,10 @@ def report_table(rows: list[dict]) -> pa.Table:
             "item": r["item"], "source_ref": r["source_ref"], "outcome": r["outcome"],
             "created": r["created"], "version_id": r["version_id"], "error_stage": r["error_stage"],
             "error": r["error"], "chunks": len(chunks),
-            "vectors_computed": len(chunks) - reused + len(claims) - claims_reused,
+            "chunk_vectors_computed": r["chunk_vectors_computed"] or 0,
+            "claim_vectors_computed": r["claim_vectors_computed"] or 0,
+            "vectors_cached": len(chunks) - reused + len(claims) - claims_reused
+            - (r["chunk_vectors_computed"] or 0) - (r["claim_vectors_computed"] or 0) if active else 0,
             "vectors_reused": reused, "claims": len(claims), "claims_reused": claims_reused,
             "ledger_rows": len(r["ledger"] or []) if active else 0, **{f"s_{s}": r[f"s_{s}"] for s in records.STAGES}})
     return pa.Table.from_pylist(out, schema=REPORT_SCHEMA)

@@ -215,12 +215,11 @@ class LabelVectors:
     """`label_relation` and profile refresh (`adjudicate_supersession`): fact labels and entity
     profiles into vectors, with the deployment's embedding model."""
 
-    def __init__(self, dsn: str, model_path: str, model_name: str, device: str, batch_size: int,
-                 threads: int | None = None) -> None:
-        from actors.embedder import ModelRef, load_model
+    def __init__(self, dsn: str, model, device: str, batch_size: int, threads: int | None = None) -> None:
+        from actors.embedder import load_model
 
         self._conn = _connect(dsn)
-        self._model = load_model(ModelRef(model_name, model_path), device, threads)
+        self._model = load_model(model, device, threads)
         self._batch_size = batch_size
 
     def _encode(self, texts: list[str]):

@@ -67,13 +67,13 @@ class LoadContexts:
 
 
 class LandClaims:
-    def __init__(self, dsn: str, extractor: str, model_label: str, embed_model_path: str,
-                 embed_model_name: str, embed_device: str, embed_batch_size: int) -> None:
+    def __init__(self, dsn: str, extractor: str, model_label: str, embed_model: ModelRef, embed_device: str,
+                 embed_batch_size: int) -> None:
         self._conn = psycopg.connect(dsn, autocommit=True)
         register_vector(self._conn)
         self._extractor = extractor
         self._model_label = model_label
-        self._embedder = load_model(ModelRef(embed_model_name, embed_model_path), embed_device)
+        self._embedder = load_model(embed_model, embed_device)
         self._batch_size = embed_batch_size
 
     def __call__(self, batch: pa.Table) -> pa.Table:

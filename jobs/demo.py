@@ -39,9 +39,9 @@ def main(settings: Settings) -> int:
         _show_facts(store.resolve_dsn(settings))
         query = "who leads the billing migration"
         print(f"\nnearest chunks to {query!r} (cosine distance, exact characters of document.md):")
-        from actors.embedder import load_model, resolve_model
+        from actors.embedder import load_model
 
-        model = load_model(resolve_model(settings.embedding_model), "cpu")
+        model = load_model(runtime.embedding_model(settings, store.resolve_dsn(settings)), "cpu")
         vector = model.encode([query], normalize_embeddings=True)[0]
         for title, start, end, distance, text in demo_queries.nearest_chunks(conn, vector, 3):
             snippet = " ".join(text.split())[:110]

@@ -60,8 +60,7 @@ def run(dsn: str, object_store: str, llm: LlmPass, embedder: ModelRef, *, device
     ds = llm.claimify(llm.select(ds))
     ds = ds.map_batches(LandClaims, fn_constructor_kwargs={
                             "dsn": dsn, "extractor": llm.extractor, "model_label": llm.model_label,
-                            "embed_model_path": embedder.path, "embed_model_name": embedder.name,
-                            "embed_device": device, "embed_batch_size": embed_batch_size},
+                            "embed_model": embedder, "embed_device": device, "embed_batch_size": embed_batch_size},
                         compute=ray.data.ActorPoolStrategy(size=1), batch_size=batch_size * 4,
                         batch_format="pyarrow", num_cpus=0.5)
     totals = {"versions": len(pending), "chunks": 0, "claims": 0, "ledger_rows": 0}

@@ -113,64 +113,71 @@ def run_facts(dsn: str, *, run_id: str, workers: int, model: ModelRef, device: s
     with psycopg.connect(dsn, autocommit=True) as conn:
         t = time.perf_counter()
         versions = assertions_sql.versions_to_normalize(conn)
-        if versions:
-            normalizer = ray.remote(num_cpus=_ACTOR_CPUS)(facts_shards.Normalizer)
-            config = extractor if extractor is not None and extractor.backend == "openai" else None
-            actors = [normalizer.remote(dsn, config, retry) for _ in range(min(shards, len(versions)))]
-            pool = ActorPool(actors)
-            batches = [versions[i:i + _VERSIONS_PER_CALL] for i in range(0, len(versions), _VERSIONS_PER_CALL)]
-            for got in pool.map_unordered(lambda actor, batch: actor.normalize.remote(batch), batches):
-                report.claims_normalized += got["claims"]
-                report.assertions += got["assertions"]
-                report.dead_letter += got["dead_letter"]
-            _release(actors)
-        report.seconds["normalize"] = time.perf_counter() - t
+        # The label step's model loads while the steps before it run (it holds no CPU until then).
+        labeller = (ray.remote(num_cpus=0)(facts_shards.LabelVectors).remote(
+            dsn, model, device, embed_batch_size, threads)
+            if versions or reconcile.labels_to_vectorize(conn) else None)
+        try:
+            if versions:
+                normalizer = ray.remote(num_cpus=_ACTOR_CPUS)(facts_shards.Normalizer)
+                config = extractor if extractor is not None and extractor.backend == "openai" else None
+                actors = [normalizer.remote(dsn, config, retry) for _ in range(min(shards, len(versions)))]
+                pool = ActorPool(actors)
+                batches = [versions[i:i + _VERSIONS_PER_CALL] for i in range(0, len(versions), _VERSIONS_PER_CALL)]
+                for got in pool.map_unordered(lambda actor, batch: actor.normalize.remote(batch), batches):
+                    report.claims_normalized += got["claims"]
+                    report.assertions += got["assertions"]
+                    report.dead_letter += got["dead_letter"]
+                _release(actors)
+            report.seconds["normalize"] = time.perf_counter() - t
 
-        t = time.perf_counter()
-        keys = entities_sql.unresolved(conn)
-        if keys:
-            resolver = ray.remote(num_cpus=_ACTOR_CPUS)(facts_shards.ResolverShard)
-            parts = _split(sorted(keys), shards)
-            actors = [resolver.remote(dsn, run_id, retry) for part in parts if part]
-            results = ray.get([a.resolve.remote({k: keys[k] for k in part})
-                               for a, part in zip(actors, [p for p in parts if p])])
-            _release(actors)
-            for got in results:
-                report.dead_letter += got["dead_letter"]
-                for step, n in got["verdicts"].items():
-                    report.mentions_resolved[step] = report.mentions_resolved.get(step, 0) + n
-            report.merge_proposals = entities_sql.propose_merges(conn, run_id)
-        entities_sql.bind_assertions(conn, facts_store.one_per_object())
-        report.seconds["resolve"] = time.perf_counter() - t
+            t = time.perf_counter()
+            keys = entities_sql.unresolved(conn)
+            if keys:
+                resolver = ray.remote(num_cpus=_ACTOR_CPUS)(facts_shards.ResolverShard)
+                parts = _split(sorted(keys), shards)
+                actors = [resolver.remote(dsn, run_id, retry) for part in parts if part]
+                results = ray.get([a.resolve.remote({k: keys[k] for k in part})
+                                   for a, part in zip(actors, [p for p in parts if p])])
+                _release(actors)
+                for got in results:
+                    report.dead_letter += got["dead_letter"]
+                    for step, n in got["verdicts"].items():
+                        report.mentions_resolved[step] = report.mentions_resolved.get(step, 0) + n
+                report.merge_proposals = entities_sql.propose_merges(conn, run_id)
+            entities_sql.bind_assertions(conn, facts_store.one_per_object())
+            report.seconds["resolve"] = time.perf_counter() - t
 
-        t = time.perf_counter()
-        anchors = facts_store.pending_anchors(conn)
-        if anchors:
-            adjudicator = ray.remote(num_cpus=_ACTOR_CPUS)(facts_shards.AdjudicatorShard)
-            parts = [p for p in _split(anchors, shards) if p]
-            actors = [adjudicator.remote(dsn, run_id, retry=retry) for _ in parts]
-            results = ray.get([a.adjudicate.remote(p) for a, p in zip(actors, parts)])
-            _release(actors)
-            for got in results:
-                report.anchors += got["anchors"]
-                report.adjudicated += got["assertions"]
-                report.decisions += got["decisions"]
-                report.dead_letter += got["dead_letter"]
-                report.per_entity += got["per_entity"]
-        report.seconds["adjudicate"] = time.perf_counter() - t
+            t = time.perf_counter()
+            anchors = facts_store.pending_anchors(conn)
+            if anchors:
+                adjudicator = ray.remote(num_cpus=_ACTOR_CPUS)(facts_shards.AdjudicatorShard)
+                parts = [p for p in _split(anchors, shards) if p]
+                actors = [adjudicator.remote(dsn, run_id, retry=retry) for _ in parts]
+                results = ray.get([a.adjudicate.remote(p) for a, p in zip(actors, parts)])
+                _release(actors)
+                for got in results:
+                    report.anchors += got["anchors"]
+                    report.adjudicated += got["assertions"]
+                    report.decisions += got["decisions"]
+                    report.dead_letter += got["dead_letter"]
+                    report.per_entity += got["per_entity"]
+            report.seconds["adjudicate"] = time.perf_counter() - t
 
-        t = time.perf_counter()
-        report.superseded_claims = reconcile.supersede_living(conn)
-        report.reconcile = reconcile.reconcile_facts(conn, run_id)
-        report.seconds["reconcile"] = time.perf_counter() - t
+            t = time.perf_counter()
+            report.superseded_claims = reconcile.supersede_living(conn)
+            report.reconcile = reconcile.reconcile_facts(conn, run_id)
+            report.seconds["reconcile"] = time.perf_counter() - t
 
-        t = time.perf_counter()
-        if reconcile.labels_to_vectorize(conn):  # loading the model costs seconds: only when needed
-            vectors = ray.remote(num_cpus=0.5)(facts_shards.LabelVectors).remote(
-                dsn, model.path, model.name, device, embed_batch_size, threads)
-            report.vectors = ray.get(vectors.run.remote())
-            _release([vectors])
-            report.vectors.pop("seconds", None)
-        report.seconds["label"] = time.perf_counter() - t
+            t = time.perf_counter()
+            from_claims = reconcile.labels_from_claims(conn)
+            if labeller is not None and reconcile.labels_to_vectorize(conn):
+                report.vectors = ray.get(labeller.run.remote())
+                report.vectors.pop("seconds", None)
+            report.vectors["fact_vectors_from_claims"] = from_claims
+            report.seconds["label"] = time.perf_counter() - t
+        finally:
+            if labeller is not None:
+                _release([labeller])
         writes.finish_fact_stages(conn)
     return report

@@ -22,13 +22,7 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from actors.db_writer import Ingest, LoadQueued, RetryPolicy, Write
-from actors.embedder import (
-    Embed,
-    ModelNotFound,
-    embedding_dim,
-    load_model,
-    resolve_model,
-)
+from actors.embedder import Embed, ModelNotFound, model_dimension
 from actors.extractor import (
     BACKENDS,
     Extract,
@@ -98,7 +92,9 @@ class RunReport:
     claims: int = 0
     claims_reused: int = 0
     ledger_rows: int = 0
-    vectors_computed: int = 0
+    chunk_vectors_computed: int = 0
+    claim_vectors_computed: int = 0
+    vectors_cached: int = 0
     vectors_reused: int = 0
     stage_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     wall_seconds: float = 0.0
@@ -120,7 +116,9 @@ class RunReport:
         self.claims += row["claims"]
         self.claims_reused += row["claims_reused"]
         self.ledger_rows += row["ledger_rows"]
-        self.vectors_computed += row["vectors_computed"]
+        self.chunk_vectors_computed += row["chunk_vectors_computed"]
+        self.claim_vectors_computed += row["claim_vectors_computed"]
+        self.vectors_cached += row["vectors_cached"]
         self.vectors_reused += row["vectors_reused"]
         for stage in records.STAGES:
             self.stage_seconds[stage] += row[f"s_{stage}"] or 0.0
@@ -131,8 +129,11 @@ class RunReport:
                 "unchanged": self.outcomes[records.UNCHANGED], "resumed": self.outcomes[records.RESUME],
                 "parked": self.outcomes[records.PARKED], "failed": self.outcomes[records.FAILED],
                 "chunks": self.chunks, "claims": self.claims, "claims_reused": self.claims_reused,
-                "ledger_rows": self.ledger_rows, "vectors_computed": self.vectors_computed,
-                "vectors_reused": self.vectors_reused}
+                "ledger_rows": self.ledger_rows,
+                "vectors_computed": self.chunk_vectors_computed + self.claim_vectors_computed,
+                "chunk_vectors_computed": self.chunk_vectors_computed,
+                "claim_vectors_computed": self.claim_vectors_computed,
+                "vectors_cached": self.vectors_cached, "vectors_reused": self.vectors_reused}
 
     def as_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "status": self.status, "counts": self.counts,
@@ -161,7 +162,9 @@ class RunReport:
             f"  chunks           {c['chunks']}",
             f"  claims           {c['claims']} ({c['claims_reused']} kept from unchanged passages), "
             f"{c['ledger_rows']} ledger rows",
-            f"  vectors          {c['vectors_computed']} computed, {c['vectors_reused']} reused",
+            f"  vectors          {c['vectors_computed']} computed ({c['chunk_vectors_computed']} chunks, "
+            f"{c['claim_vectors_computed']} claims), {c['vectors_reused']} reused from earlier versions, "
+            f"{c['vectors_cached']} taken from a text already encoded in this run",
             "  busy seconds per stage (summed over workers):",
             "    " + "  ".join(f"{s} {self.stage_seconds.get(s, 0.0):.2f}" for s in records.STAGES),
         ]
@@ -198,7 +201,7 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
     if runtime.alive_nodes() > 1 and not settings.dsn:
         raise store.StoreError("a multi-node Ray cluster needs a shared PostgreSQL: set CORPUSMEM_DSN "
                                "(the embedded server listens on a local socket only)")
-    model = resolve_model(settings.embedding_model)
+    model = runtime.embedding_model(settings, store.resolve_dsn(settings), gpu=resources.get("GPU", 0) >= 1)
     if llm is None and options.extractor.backend == "vllm":
         from jobs import extract_llm
 
@@ -210,8 +213,7 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
         llm = extract_llm.vllm_pass(options.extractor.llm_model)
     # With an LLM pass, claims come from that pass after the main pipeline.
     extractor_version = None if llm is not None else build_extractor(options.extractor).version
-    dim = embedding_dim(load_model(model, "cpu"))
-    authority = store.open_store(settings, embedding_model=model.name, embedding_dim=dim,
+    authority = store.open_store(settings, embedding_model=model.pin, embedding_dim=model_dimension(model),
                                  build_revision=runtime.build_revision())
     with store.connect(authority.dsn) as conn:
         store.drop_vector_indexes_if_empty(conn)
@@ -229,7 +231,8 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
             items = [{"version_id": v} for v in ingest_sql.claim_versions(owner, run_id, list(options.queued))]
         else:
             items = _source_items(options)
-        use_gpu = resources.get("GPU", 0) >= 1
+        # the ONNX executions run on CPU: only torch asks for a GPU
+        use_gpu = resources.get("GPU", 0) >= 1 and model.execution == "torch"
         threads = max(1, int(resources.get("CPU", 1)) // max(options.workers, 1))
         device = "cuda" if use_gpu else settings.embedding_device
         retry = retry_policy(settings)
@@ -333,8 +336,7 @@ def _pipeline(options: ImportOptions, settings: Settings, dsn: str, run_id: str,
                             compute=ray.data.ActorPoolStrategy(size=1), batch_size=b,
                             batch_format="pyarrow", num_cpus=_DB_ACTOR_CPUS)
     ds = ds.map_batches(Embed, fn_constructor_kwargs={
-                            "model_path": model.path, "model_name": model.name,
-                            "device": "cuda" if use_gpu else settings.embedding_device,
+                            "model": model, "device": "cuda" if use_gpu else settings.embedding_device,
                             "batch_size": settings.embed_batch_size, "threads": threads},
                         compute=pool, batch_size=max(b, _EMBED_BATCH_DOCS), batch_format="pyarrow",
                         **({"num_gpus": 1} if use_gpu else {"num_cpus": _embedder_cpus(options.workers)}))

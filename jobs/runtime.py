@@ -40,6 +40,19 @@ def build_revision() -> str:
     return f"{version}+g{commit}"
 
 
+def embedding_model(settings: Settings, dsn: str | None, *, gpu: bool = False):
+    """The embedding model of the memory at `dsn` (None: a new memory), with the execution its
+    vectors need (`CORPUSMEM_EMBEDDING_EXECUTION`); imports and reads take it from here alike."""
+    from actors.embedder import choose_execution, resolve_model
+    from sql.store import authority as store
+
+    base = resolve_model(settings.embedding_model)
+    execution = choose_execution(settings.embedding_execution, pinned=store.pinned_model(dsn) if dsn else None,
+                                 gpu=gpu,
+                                 model_path=base.path)
+    return resolve_model(settings.embedding_model, execution, settings.model_cache)
+
+
 def init_ray(*, num_cpus: int | None = None, quiet: bool = True) -> dict[str, float]:
     """Connect to `RAY_ADDRESS` (shipping this project as the job's working dir) or start Ray
     locally; return the cluster's resources."""

@@ -19,24 +19,23 @@ def start(settings: Settings, host: str, port: int) -> str:
     """Start the application; return its base URL. Ray stays up until the process ends."""
     from ray import serve
 
-    from actors.embedder import embedding_dim, load_model, resolve_model
+    from actors.embedder import model_dimension
     from serve import admission, auth
     from serve.app import DeploymentInfo
     from serve.deployment import APP_NAME, application
     from sql.store import authority as store
     from sql.write import reconcile
 
-    runtime.init_ray(quiet=True)
-    model = resolve_model(settings.embedding_model)
-    authority = store.open_store(settings, embedding_model=model.name,
-                                 embedding_dim=embedding_dim(load_model(model, "cpu")),
+    resources = runtime.init_ray(quiet=True)
+    model = runtime.embedding_model(settings, store.resolve_dsn(settings), gpu=resources.get("GPU", 0) >= 1)
+    authority = store.open_store(settings, embedding_model=model.pin, embedding_dim=model_dimension(model),
                                  build_revision=runtime.build_revision())
     with store.connect(authority.dsn, autocommit=True) as conn:
         # what a reconcile interrupted elsewhere left (a crash after its events were recorded) is
         # finished before the first read
         reconcile.reconcile_facts(conn, None)
     credentials = auth.parse_tokens(settings.api_tokens, settings.api_tokens_file)
-    info = DeploymentInfo(authority.deployment.deployment_id, authority.deployment.build_revision, model.name,
+    info = DeploymentInfo(authority.deployment.deployment_id, authority.deployment.build_revision, model.pin,
                           settings.object_store_uri, settings.max_file_bytes, tuple(sorted(credentials.items())),
                           admission.Limits(settings.admission_key_per_minute, settings.admission_key_in_flight,
                                            settings.admission_deployment_per_minute,
@@ -45,8 +44,8 @@ def start(settings: Settings, host: str, port: int) -> str:
         print(f"warning: serving {host} without credentials: anyone who can reach it can read and change "
               "the memory (set CORPUSMEM_API_TOKENS)", file=sys.stderr)
     serve.start(http_options={"host": host, "port": port})
-    serve.run(application(dsn=authority.dsn, info=info, model_path=model.path, model_name=model.name,
-                          device=settings.embedding_device, replicas=settings.serve_replicas,
+    device = settings.embedding_device if model.execution == "torch" else "cpu"
+    serve.run(application(dsn=authority.dsn, info=info, model=model, device=device, replicas=settings.serve_replicas,
                           pools={"general": settings.pool_general, "retrieval": settings.pool_retrieval,
                                  "graph": settings.pool_graph}),
               name=APP_NAME, route_prefix="/")

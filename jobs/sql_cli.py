@@ -17,6 +17,7 @@ import sys
 from functools import cache
 from typing import Any
 
+from jobs import runtime
 from jobs.settings import Settings
 
 REFUSED = 2
@@ -89,17 +90,17 @@ def main(settings: Settings, args: argparse.Namespace) -> int:
 
 def _runner_args(settings: Settings, dsn: str, deployment_id: str) -> tuple[str, str, Any]:
     def embed(text: str) -> list[float]:
-        return _model(settings.embedding_model).encode([text], normalize_embeddings=True,
-                                                       show_progress_bar=False)[0].tolist()
+        return _model(settings, dsn).encode([text], normalize_embeddings=True,
+                                            show_progress_bar=False)[0].tolist()
     return dsn, deployment_id, embed
 
 
 @cache
-def _model(setting: str) -> Any:
+def _model(settings: Settings, dsn: str) -> Any:
     # Loaded on the first semantic_* call only: most statements never need it.
-    from actors.embedder import load_model, resolve_model
+    from actors.embedder import load_model
 
-    return load_model(resolve_model(setting), "cpu")
+    return load_model(runtime.embedding_model(settings, dsn), "cpu")
 
 
 def _run(runner_args: tuple[str, str, Any], sql: str, params: list[Any], max_rows: int | None,

@@ -132,6 +132,9 @@ DOC_SCHEMA = pa.schema([
     ("claims", pa.list_(CLAIM)),
     ("ledger", pa.list_(LEDGER)),
     ("costs", pa.list_(COST)),
+    # set by embed: the vectors the model computed for this row (the rest were reused or cached)
+    ("chunk_vectors_computed", pa.int64()),
+    ("claim_vectors_computed", pa.int64()),
     # errors
     ("error_stage", pa.string()),
     ("error", pa.string()),

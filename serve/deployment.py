@@ -32,10 +32,10 @@ API_ONGOING = 64
 # A replica accepts as many questions as one batch holds (Serve's default, 5, would cap batches).
 @serve.deployment(ray_actor_options={"num_cpus": 0.5}, max_ongoing_requests=EMBED_BATCH)
 class QueryEmbedder:
-    def __init__(self, model_path: str, model_name: str, device: str) -> None:
-        from actors.embedder import ModelRef, load_model
+    def __init__(self, model, device: str) -> None:
+        from actors.embedder import load_model
 
-        self._model = load_model(ModelRef(model_name, model_path), device, threads=1)
+        self._model = load_model(model, device, threads=1)
 
     @serve.batch(max_batch_size=EMBED_BATCH, batch_wait_timeout_s=EMBED_BATCH_WAIT_S)
     async def embed(self, texts: list[str]) -> list[list[float]]:
@@ -63,7 +63,7 @@ class Api:
         return build_app(open_pools(self._dsn, **self._pools), self._info, self._embed)
 
 
-def application(*, dsn: str, info: DeploymentInfo, model_path: str, model_name: str, device: str, replicas: int,
+def application(*, dsn: str, info: DeploymentInfo, model, device: str, replicas: int,
                 pools: dict[str, int]) -> serve.Application:
-    embedder = QueryEmbedder.bind(model_path, model_name, device)
+    embedder = QueryEmbedder.bind(model, device)
     return Api.options(num_replicas=replicas).bind(embedder, dsn, info, pools)

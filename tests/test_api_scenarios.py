@@ -56,10 +56,11 @@ def scenario_memory(pg_admin_dsn, template_db, ray_local, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def embed():
-    from actors.embedder import load_model, resolve_model
+def embed(scenario_memory):
+    from actors.embedder import load_model
+    from jobs import runtime
 
-    model = load_model(resolve_model("all-MiniLM-L6-v2"), "cpu")
+    model = load_model(runtime.embedding_model(scenario_memory, scenario_memory.dsn), "cpu")
 
     async def embed(text: str):
         return model.encode([text], normalize_embeddings=True)[0]

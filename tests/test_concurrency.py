@@ -17,10 +17,10 @@ import pyarrow as pa
 import pytest
 
 from actors.db_writer import Ingest, Write
-from actors.embedder import Embed, embedding_dim, load_model, resolve_model
+from actors.embedder import Embed, model_dimension
 from actors.extractor import Extract, ExtractorConfig, build_extractor
 from actors.object_store import ObjectStore
-from jobs import process
+from jobs import process, runtime
 from jobs.import_corpus import _ITEM_SCHEMA
 from jobs.settings import Settings
 from pipeline.documents import stages
@@ -49,9 +49,9 @@ def test_landing_a_write_batch_twice_changes_nothing(memory, tmp_path):
     (corpus / "a.md").write_text("# Billing\n\nDana Kim leads the billing migration since March.\n")
     (corpus / "b.md").write_text("# Search\n\nRavi moved to the search team on 1 June.\n")
     (corpus / "c.docx").write_bytes(b"PK\x03\x04 not a word document")
-    model = resolve_model(memory.embedding_model)
-    authority = store.open_store(memory, embedding_model=model.name, embedding_dim=embedding_dim(
-        load_model(model, "cpu")), build_revision="test")
+    model = runtime.embedding_model(memory, memory.dsn)
+    authority = store.open_store(memory, embedding_model=model.pin, embedding_dim=model_dimension(model),
+                                 build_revision="test")
     with psycopg.connect(authority.dsn) as conn:
         run_id = runs.start_run(conn, [str(corpus)], {})
     options = SourceOptions.from_settings(memory)
@@ -62,7 +62,7 @@ def test_landing_a_write_batch_twice_changes_nothing(memory, tmp_path):
     batch = stages.structure(batch, memory.chunk_target_chars)
     batch = stages.chunk(batch, memory.chunk_target_chars)
     batch = Extract(ExtractorConfig())(batch)
-    batch = Embed(model.path, model.name, "cpu", memory.embed_batch_size, 1)(batch)
+    batch = Embed(model, "cpu", memory.embed_batch_size, 1)(batch)
     extractor = build_extractor(ExtractorConfig()).version
     tables = _COUNTED + ("representations", "sections", "claim_occurrences", "extraction_ledger", "import_run_items")
     work = "SELECT version_id, stage, status, attempts, last_error, owner_run FROM stage_work ORDER BY 1, 2"
@@ -172,7 +172,7 @@ def test_two_facts_phases_at_once_decide_each_mention_and_assertion_once(example
     assert pending >= 5
 
     memory = example_memory_copy
-    model = resolve_model(memory.embedding_model)
+    model = runtime.embedding_model(memory, memory.dsn)
     phase_runs = [str(uuid.uuid4()), str(uuid.uuid4())]
     reports, errors = {}, []
 

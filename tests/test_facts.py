@@ -241,3 +241,21 @@ def test_one_worker_or_four_give_the_same_facts(example_memory, example_memory_f
     found = [rows(example_memory, query), rows(example_memory_four_workers, query)]
     assert len(found[0]) > 30 and any(r[7] for r in found[0])
     assert found[0] == found[1]
+
+
+def test_a_label_that_is_its_claims_text_takes_the_claims_vector(example_memory):
+    """label_relation embeds only labels no supporting claim already says word for word."""
+    [(facts, from_claims, same, labelled)] = rows(example_memory, (
+        "SELECT count(*), count(*) FILTER (WHERE c.claim_id IS NOT NULL),"
+        " count(*) FILTER (WHERE c.embedding = f.embedding), count(f.embedding)"
+        " FROM facts f LEFT JOIN LATERAL (SELECT c.claim_id, c.embedding FROM fact_evidence e"
+        "  JOIN claims c ON c.claim_id = e.claim_id AND c.claim_text = f.label"
+        "  WHERE e.fact_id = f.fact_id AND e.stance = 'supports' ORDER BY c.claim_id LIMIT 1) c ON true"
+        " WHERE f.invalidated_at IS NULL"))
+    assert facts > 30 and labelled == facts
+    assert 0 < from_claims < facts   # observations say their claim; relation labels are templates
+    assert same == from_claims
+    [(report,)] = rows(example_memory, "SELECT report FROM import_runs ORDER BY started_at DESC LIMIT 1")
+    vectors = report["facts"]["vectors"]
+    assert vectors["fact_vectors_from_claims"] == from_claims
+    assert vectors["fact_vectors"] == facts - from_claims

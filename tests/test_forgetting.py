@@ -186,8 +186,8 @@ def test_a_deleted_document_is_gone_from_every_read_and_the_other_stays(api, two
 
 
 def _cli_demo_and_views_forget(settings, ids: dict[str, Any]) -> None:
-    from actors.embedder import load_model, resolve_model
-    from jobs import claims_cli, facts_cli
+    from actors.embedder import load_model
+    from jobs import claims_cli, facts_cli, runtime
     from sql.read import claims_queries, demo_queries
 
     forbidden = _forbidden(ids)
@@ -210,7 +210,7 @@ def _cli_demo_and_views_forget(settings, ids: dict[str, Any]) -> None:
             claims_cli.why_not(settings, ref, "Zelda")
     assert "Ravi leads the billing migration." in claims_cli.show_claims(settings, "2026-03-02-billing.md")
 
-    model = load_model(resolve_model("all-MiniLM-L6-v2"), "cpu")
+    model = load_model(runtime.embedding_model(settings, settings.dsn), "cpu")
     with psycopg.connect(settings.dsn) as conn:
         demo = [demo_queries.documents(conn), demo_queries.non_body_sections(conn), demo_queries.sample_claims(conn),
                 demo_queries.nearest_chunks(conn, model.encode("Zelda Quist lighthouse", normalize_embeddings=True), 10)]

@@ -73,7 +73,7 @@ def test_example_corpus_lands_whole_with_exact_offsets(example_memory, example_r
     assert rows(memory, "SELECT count(*), count(embedding), min(vector_dims(embedding)), "
                         "count(*) FILTER (WHERE tsv IS NOT NULL) FROM chunks")[0] == (
         report.counts["chunks"],) * 2 + (384, report.counts["chunks"])
-    assert rows(memory, "SELECT embedding_model, embedding_dim FROM deployment") == [("all-MiniLM-L6-v2", 384)]
+    assert rows(memory, "SELECT embedding_model, embedding_dim FROM deployment") == [("all-MiniLM-L6-v2@onnx-int8", 384)]
     assert rows(memory, "SELECT to_regclass('chunks_embedding_hnsw') IS NOT NULL")[0][0]
     run = rows(memory, "SELECT status, counts->>'new_versions', stage_seconds ? 'embed' FROM import_runs")
     assert run == [("succeeded", "11", True)]

@@ -42,9 +42,10 @@ def corpus(pg_admin_dsn, example_import, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def embed(corpus):
-    from actors.embedder import load_model, resolve_model
+    from actors.embedder import load_model
+    from jobs import runtime
 
-    model = load_model(resolve_model(corpus[0].embedding_model), "cpu")
+    model = load_model(runtime.embedding_model(corpus[0], corpus[0].dsn), "cpu")
     return lambda text: model.encode([text], normalize_embeddings=True, show_progress_bar=False)[0]
 
 

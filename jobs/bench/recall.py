@@ -87,11 +87,12 @@ def ask_memory(url: str, questions: list[Question]) -> list[dict[str, Any]]:
     return out
 
 
-def rank_turns(turns: list[Turn], questions: list[Question], model_name: str) -> dict[str, list[list[int]]]:
-    """For each question, the turns of its own conversation ranked by each baseline."""
-    from actors.embedder import load_model, resolve_model
+def rank_turns(turns: list[Turn], questions: list[Question], model) -> dict[str, list[list[int]]]:
+    """For each question, the turns of its own conversation ranked by each baseline, with the
+    memory's own embedding model and execution (`model`, a ModelRef)."""
+    from actors.embedder import load_model
 
-    model = load_model(resolve_model(model_name), "cpu")
+    model = load_model(model, "cpu")
     vectors = model.encode([t.text for t in turns], batch_size=64, normalize_embeddings=True)
     asked = model.encode([q.text for q in questions], batch_size=64, normalize_embeddings=True)
     by_conversation: dict[str, list[int]] = {}
@@ -133,13 +134,14 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
     (work / "answers.json").write_text(json.dumps(answers))   # for reading what missed
     contexts = {OPERATION: [answer_items(a) for a in answers],
                 AS_CLAIM_TEXTS: [answer_items(a, "claim_text") for a in answers]}
-    ranked = rank_turns(turns, questions, settings.embedding_model)
+    model = runtime.embedding_model(settings, None)
+    ranked = rank_turns(turns, questions, model)
     for method, rankings in ranked.items():
         contexts[method] = [[turns[i].line for i in ranking] for ranking in rankings]
     results = {method: [(q, locomo.hit(locomo.context(items, args.budget), g))
                         for q, items, g in zip(questions, contexts[method], gold)] for method in METHODS}
     return {"conversations": sorted({s.conversation for s in sessions}), "sessions": len(sessions),
-            "turns": len(turns), "questions": len(questions), "budget": args.budget,
+            "turns": len(turns), "questions": len(questions), "budget": args.budget, "embedding": model.pin,
             "import_seconds": round(import_seconds, 1), "ask_seconds": round(ask_seconds, 1),
             "recall": locomo.recall_table(results),
             "misses": [{"question": q.text, "category": q.category, "evidence": list(q.evidence)}

@@ -22,6 +22,7 @@ import re
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from functools import lru_cache
 
 from pipeline.facts import vocabulary
 from pipeline.time import windows
@@ -113,12 +114,20 @@ def order_key(a: Incoming) -> tuple:
     return (world, a.asserted_at or _EPOCH, a.assertion_id)
 
 
+# An assertion is compared with many facts of its entity: its key and each fact's words are
+# worked out once, not once per comparison.
+@lru_cache(maxsize=65536)
 def statement_key(statement: str) -> str:
     return " ".join(sorted({w for w in _WORD.findall(statement.lower()) if w not in _STOP}))
 
 
+@lru_cache(maxsize=65536)
+def _words(key: str) -> frozenset[str]:
+    return frozenset(key.split())
+
+
 def _jaccard(a: str, b: str) -> float:
-    x, y = set(a.split()), set(b.split())
+    x, y = _words(a), _words(b)
     return len(x & y) / len(x | y) if x or y else 0.0
 
 
@@ -146,6 +155,16 @@ def _values_compatible(a: str | None, b: str | None) -> bool:
     return False
 
 
+def _bucket(kind: str, predicate: str | None, attribute: str | None, subject_id: str) -> tuple[str, str | None]:
+    """What `_same_slot` and `_same_proposition` both require equal: the predicate of a relation,
+    the attribute of an attributed observation, the subject of a free one."""
+    if kind == "relation":
+        return ("relation", predicate)
+    if attribute is not None:
+        return ("attribute", attribute)
+    return ("statement", subject_id)
+
+
 class EntityFacts:
     """The facts one entity owns, and the decisions made on them during a shard's run."""
 
@@ -154,6 +173,11 @@ class EntityFacts:
         self.facts = facts
         self.floor = floor
         self.writes = Writes()
+        # Facts by the one field any match needs equal (`_bucket`), in the order of `facts`: an
+        # assertion is compared with its bucket, not with every fact of a busy entity.
+        self._buckets: dict[tuple[str, str | None], list[Fact]] = {}
+        for f in facts:
+            self._buckets.setdefault(_bucket(f.kind, f.predicate, f.attribute, f.subject_id), []).append(f)
 
     # --- matching ------------------------------------------------------------------------
 
@@ -189,8 +213,9 @@ class EntityFacts:
     # --- the decision ------------------------------------------------------------------------
 
     def decide(self, a: Incoming) -> None:
-        live = self._live()
-        candidates = [f for f in live if self._same_slot(a, f) or self._same_proposition(a, f) > 0][:MAX_CANDIDATES]
+        bucket = self._buckets.get(_bucket(a.kind, a.predicate, a.attribute, a.subject_id), [])
+        candidates = [f for f in bucket if not f.invalidated and
+                      (self._same_slot(a, f) or self._same_proposition(a, f) > 0)][:MAX_CANDIDATES]
         if a.negated:
             self._negated(a, candidates)
             return
@@ -267,6 +292,7 @@ class EntityFacts:
                     value=a.value if kind == "observation" else None,
                     statement_key=statement_key(a.statement) if kind == "observation" else None)
         self.facts.append(fact)
+        self._buckets.setdefault(_bucket(fact.kind, fact.predicate, fact.attribute, fact.subject_id), []).append(fact)
         self.writes.new_facts.append(fact)
         self.writes.evidence.append((fact.fact_id, a, "supports"))
         self._decide(fact, "add", method, confidence, rationale, a, features={"after": fact.window.as_dict()})

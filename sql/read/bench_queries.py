@@ -44,9 +44,3 @@ def seeded_questions(conn: psycopg.Connection, count: int, seed: int) -> tuple[l
 
 def last_import_report(conn: psycopg.Connection) -> Any:
     return conn.execute("SELECT report FROM import_runs ORDER BY started_at DESC LIMIT 1").fetchone()[0]
-
-
-def embedded_texts(conn: psycopg.Connection) -> list[str]:
-    """Every text an import embedded: its chunks, then its claims."""
-    texts = [r[0] for r in conn.execute("SELECT text FROM chunks ORDER BY version_id, ord")]
-    return texts + [r[0] for r in conn.execute("SELECT claim_text FROM claims ORDER BY claim_id")]

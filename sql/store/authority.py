@@ -124,6 +124,16 @@ def _ensure_extensions(conn: psycopg.Connection) -> None:
             "embedded PostgreSQL")
 
 
+def pinned_model(dsn: str) -> str | None:
+    """The embedding model (and execution) this memory's vectors were made with; None for a new
+    memory."""
+    with connect(dsn) as conn:
+        if conn.execute("SELECT to_regclass('deployment')").fetchone()[0] is None:
+            return None
+        row = conn.execute("SELECT embedding_model FROM deployment").fetchone()
+    return row[0] if row else None
+
+
 def pin_deployment(conn: psycopg.Connection, *, embedding_model: str, embedding_dim: int,
                    build_revision: str) -> Deployment:
     """Create the deployment on first use; afterwards refuse a different embedding model."""
@@ -141,8 +151,8 @@ def pin_deployment(conn: psycopg.Connection, *, embedding_model: str, embedding_
             raise StoreError(
                 f"this memory's vectors come from embedding model {row[2]!r} ({row[3]} dimensions); "
                 f"refusing {embedding_model!r} ({embedding_dim} dimensions). Set "
-                f"CORPUSMEM_EMBEDDING_MODEL={row[2]} or use a new memory (another CORPUSMEM_HOME "
-                "or CORPUSMEM_DSN)")
+                f"CORPUSMEM_EMBEDDING_MODEL={row[2].split('@')[0]} and CORPUSMEM_EMBEDDING_EXECUTION=auto, "
+                "or use a new memory (another CORPUSMEM_HOME or CORPUSMEM_DSN)")
         elif row[1] != build_revision:
             conn.execute("UPDATE deployment SET build_revision = %s", (build_revision,))
             row = (row[0], build_revision, row[2], row[3])

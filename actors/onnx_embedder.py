@@ -1,0 +1,181 @@
+"""The embedding model executed by ONNX Runtime, with its weights in fp32 or int8.
+
+It is the same sentence-transformers model (tokenizer, transformer, pooling, normalization), run
+2–4× faster on a CPU. The ONNX graph is exported once per machine from the model's own weights
+and kept in `CORPUSMEM_MODEL_CACHE` (ModelRef.cache); nothing is downloaded.
+
+sentence-transformers' own ONNX backend goes through optimum-onnx, which pins transformers<4.58
+while this project runs transformers 5; so the export (`torch.onnx`), the int8 quantization
+(`onnxruntime.quantization`) and the forward pass (`onnxruntime`) are called here directly, and
+only the model layouts whose pooling we can follow (Transformer → Pooling → optional Normalize)
+are accepted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+_GRAPH = {"onnx": "model.onnx", "onnx-int8": "model_int8.onnx"}
+_META = "corpusmem_onnx.json"
+# What changes the exported files: bump it when the export or the quantization changes.
+_EXPORT_VERSION = "1"
+
+
+class UnsupportedModel(ValueError):
+    pass
+
+
+def _weights_digest(model_path: Path) -> str:
+    """Which weights the export came from: a changed model folder is exported anew."""
+    h = hashlib.sha256(_EXPORT_VERSION.encode())
+    for name in sorted(p.name for p in model_path.iterdir() if p.suffix in (".safetensors", ".bin", ".json")):
+        stat = (model_path / name).stat()
+        h.update(f"{name}:{stat.st_size}:{int(stat.st_mtime)}".encode())
+    return h.hexdigest()[:16]
+
+
+def _pooling(model_path: Path) -> tuple[str, bool]:
+    """(pooling mode, normalize) from the model's modules.json; anything else is refused."""
+    modules = json.loads((model_path / "modules.json").read_text())
+    kinds = [m["type"].rsplit(".", 1)[-1] for m in modules]
+    if kinds[:2] != ["Transformer", "Pooling"] or any(k != "Normalize" for k in kinds[2:]):
+        raise UnsupportedModel(f"{model_path}: modules {kinds}; the ONNX execution follows only Transformer → "
+                               "Pooling → Normalize models: set CORPUSMEM_EMBEDDING_EXECUTION=torch")
+    config = json.loads((model_path / modules[1]["path"] / "config.json").read_text())
+    modes = [m for m in ("cls_token", "mean_tokens", "max_tokens") if config.get(f"pooling_mode_{m}")]
+    if len(modes) != 1 or any(v for k, v in config.items() if k.startswith("pooling_mode_") and
+                              k[len("pooling_mode_"):] not in modes):
+        raise UnsupportedModel(f"{model_path}: pooling {config}; the ONNX execution follows one of cls, mean "
+                               "or max pooling: set CORPUSMEM_EMBEDDING_EXECUTION=torch")
+    return modes[0], "Normalize" in kinds
+
+
+def supports(model_path: Path) -> bool:
+    try:
+        _pooling(model_path)
+    except (UnsupportedModel, OSError, ValueError, KeyError):
+        return False
+    return True
+
+
+def dimension(folder: Path) -> int:
+    return int(json.loads((folder / _META).read_text())["dimension"])
+
+
+def prepare(model_path: str, execution: str, cache: str) -> Path:
+    """The folder holding the model's ONNX graph for `execution`, exported if absent. Safe to call
+    from many processes at once: one exports under a file lock, the others wait for it."""
+    from filelock import FileLock
+
+    source = Path(model_path)
+    folder = Path(cache).expanduser() / f"{source.name}-{_weights_digest(source)}"
+    graph = folder / _GRAPH[execution]
+    if graph.exists():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder) + ".lock"):
+        if not (folder / _GRAPH["onnx"]).exists():
+            _export(source, folder)
+        if not graph.exists():
+            _quantize(folder / _GRAPH["onnx"], graph)
+    return folder
+
+
+def _export(source: Path, folder: Path) -> None:
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from actors.embedder import embedding_dim
+
+    pooling, normalize = _pooling(source)
+    model = SentenceTransformer(str(source), device="cpu", local_files_only=True)
+    transformer, tokenizer = model[0].auto_model.eval(), model.tokenizer
+    names = list(tokenizer.model_input_names)
+    sample = tokenizer(["an example sentence", "another"], padding=True, return_tensors="pt")
+    staging = folder.with_name(folder.name + ".staging")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+
+    class _Hidden(torch.nn.Module):  # the graph returns the token embeddings only
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *inputs):
+            return self.inner(**dict(zip(names, inputs))).last_hidden_state
+
+    axes = {name: {0: "batch", 1: "tokens"} for name in [*names, "token_embeddings"]}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tracer's notes on shapes, not the user's concern
+        torch.onnx.export(_Hidden(transformer), tuple(sample[n] for n in names), str(staging / _GRAPH["onnx"]),
+                          input_names=names, output_names=["token_embeddings"], dynamic_axes=axes,
+                          opset_version=17, dynamo=False)
+    tokenizer.save_pretrained(str(staging))
+    (staging / _META).write_text(json.dumps({
+        "inputs": names, "pooling": pooling, "normalize": normalize, "max_seq_length": model.max_seq_length,
+        "dimension": embedding_dim(model), "source": str(source)}))
+    os.replace(staging, folder)
+
+
+def _quantize(graph: Path, out: Path) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    staging = out.with_name(out.name + ".staging")
+    # Weights only (activations stay fp32 in the attention products), one scale per output
+    # channel: per-tensor scales moved vectors to cosine 0.93 of torch's, per channel 0.99.
+    quantize_dynamic(str(graph), str(staging), weight_type=QuantType.QInt8, per_channel=True,
+                     op_types_to_quantize=["MatMul"], extra_options={"MatMulConstBOnly": True})
+    os.replace(staging, out)
+
+
+class OnnxEmbedder:
+    """`encode` as sentence-transformers' (the arguments the project uses), on ONNX Runtime."""
+
+    def __init__(self, folder: Path, execution: str, threads: int | None = None) -> None:
+        import onnxruntime as ort
+        from transformers import AutoTokenizer
+
+        self._meta = json.loads((folder / _META).read_text())
+        self._tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or 0
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self._session = ort.InferenceSession(str(folder / _GRAPH[execution]), options,
+                                             providers=["CPUExecutionProvider"])
+        self.max_seq_length = int(self._meta["max_seq_length"])
+
+    def get_sentence_embedding_dimension(self) -> int:
+        return int(self._meta["dimension"])
+
+    def encode(self, texts, batch_size: int = 32, convert_to_numpy: bool = True,
+               normalize_embeddings: bool = False, show_progress_bar: bool = False) -> np.ndarray:
+        single = isinstance(texts, str)
+        texts = [texts] if single else list(texts)
+        out = np.zeros((len(texts), self.get_sentence_embedding_dimension()), dtype=np.float32)
+        # Longest first, as sentence-transformers does: a batch pads to its longest text.
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        for start in range(0, len(texts), batch_size):
+            index = order[start:start + batch_size]
+            out[index] = self._forward([texts[i] for i in index])
+        if normalize_embeddings or self._meta["normalize"]:
+            out /= np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
+        return out[0] if single else out
+
+    def _forward(self, texts: list[str]) -> np.ndarray:
+        encoded = self._tokenizer(texts, padding=True, truncation=True, max_length=self.max_seq_length,
+                                  return_tensors="np")
+        hidden = self._session.run(None, {n: encoded[n].astype(np.int64) for n in self._meta["inputs"]})[0]
+        mask = encoded["attention_mask"][..., None].astype(np.float32)
+        if self._meta["pooling"] == "cls_token":
+            return hidden[:, 0]
+        if self._meta["pooling"] == "max_tokens":
+            return np.where(mask > 0, hidden, -1e9).max(axis=1)
+        return (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)

@@ -1,0 +1,156 @@
+"""How the embedding model runs: torch, ONNX Runtime in fp32 (the same vectors) or with int8
+weights (other vectors, pinned apart), and the embedder's rule that no text is encoded twice."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+import pytest
+
+from actors import onnx_embedder
+from actors.embedder import (
+    DEFAULT_MODEL,
+    Embed,
+    VectorCache,
+    choose_execution,
+    load_model,
+    model_dimension,
+    resolve_model,
+)
+from pipeline import records
+
+TEXTS = [
+    "Dana Kim leads the billing migration since March.",
+    "Joanna said that thanks, Nate!",
+    "x",
+    # longer than the model's 256-token window: both executions must cut it at the same place
+    " ".join(f"word{i} of a very long paragraph about the quarterly billing review" for i in range(120)),
+]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("model-cache"))
+
+
+@pytest.fixture(scope="module")
+def torch_vectors():
+    return load_model(resolve_model(DEFAULT_MODEL), "cpu", threads=1).encode(TEXTS, normalize_embeddings=True)
+
+
+def test_onnx_gives_torchs_vectors(cache, torch_vectors):
+    model = load_model(resolve_model(DEFAULT_MODEL, "onnx", cache), "cpu", threads=1)
+    got = model.encode(TEXTS, batch_size=2, normalize_embeddings=True)
+    assert got.shape == torch_vectors.shape and got.dtype == np.float32
+    assert np.min(np.sum(got * torch_vectors, axis=1)) > 0.9999
+    single = model.encode(TEXTS[0], normalize_embeddings=True)
+    assert single.shape == (384,) and float(single @ torch_vectors[0]) > 0.9999
+
+
+def test_int8_is_close_to_torch_but_pinned_apart(cache, torch_vectors):
+    ref = resolve_model(DEFAULT_MODEL, "onnx-int8", cache)
+    got = load_model(ref, "cpu", threads=1).encode(TEXTS, normalize_embeddings=True)
+    cosines = np.sum(got * torch_vectors, axis=1)
+    assert np.min(cosines) > 0.95 and np.max(cosines) < 0.99999
+    assert ref.pin == "all-MiniLM-L6-v2@onnx-int8"
+    assert resolve_model(DEFAULT_MODEL, "onnx", cache).pin == resolve_model(DEFAULT_MODEL).pin == DEFAULT_MODEL
+    assert model_dimension(ref) == 384
+
+
+def test_the_export_is_made_once_however_many_ask(tmp_path):
+    path = resolve_model(DEFAULT_MODEL).path
+    folders, errors = [], []
+
+    def ask():
+        try:
+            folders.append(onnx_embedder.prepare(path, "onnx", str(tmp_path)))
+        except Exception as err:  # reported by the assertion below
+            errors.append(err)
+
+    threads = [threading.Thread(target=ask) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(set(folders)) == 1
+    graph = folders[0] / "model.onnx"
+    made = graph.stat().st_mtime_ns
+    assert onnx_embedder.prepare(path, "onnx", str(tmp_path)) == folders[0]
+    assert graph.stat().st_mtime_ns == made
+    assert not list(tmp_path.glob("*.staging"))
+
+
+def _model_folder(tmp_path, modules, pooling):
+    folder = tmp_path / "model"
+    (folder / "1_Pooling").mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "modules.json").write_text(json.dumps(modules))
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    return folder
+
+
+def test_a_model_the_onnx_execution_cannot_follow_is_refused_by_name(tmp_path):
+    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+               {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}]
+    folder = _model_folder(tmp_path, modules, {"pooling_mode_mean_tokens": True})
+    assert not onnx_embedder.supports(folder)
+    with pytest.raises(onnx_embedder.UnsupportedModel, match="CORPUSMEM_EMBEDDING_EXECUTION=torch"):
+        onnx_embedder.prepare(str(folder), "onnx", str(tmp_path / "cache"))
+    assert choose_execution("auto", pinned=None, gpu=False, model_path=str(folder)) == "torch"
+
+
+def test_auto_keeps_a_memorys_vectors_and_picks_by_hardware_for_a_new_one():
+    path = resolve_model(DEFAULT_MODEL).path
+    assert choose_execution("auto", pinned=None, gpu=False, model_path=path) == "onnx-int8"
+    assert choose_execution("auto", pinned=None, gpu=True, model_path=path) == "torch"
+    # a memory made with fp32 vectors: the faster execution of the same vectors
+    assert choose_execution("auto", pinned=DEFAULT_MODEL, gpu=False, model_path=path) == "onnx"
+    assert choose_execution("auto", pinned=DEFAULT_MODEL, gpu=True, model_path=path) == "torch"
+    assert choose_execution("auto", pinned=f"{DEFAULT_MODEL}@onnx-int8", gpu=True, model_path=path) == "onnx-int8"
+    assert choose_execution("torch", pinned=f"{DEFAULT_MODEL}@onnx-int8", gpu=False, model_path=path) == "torch"
+
+
+class _CountingModel:
+    def __init__(self):
+        self.asked: list[str] = []
+
+    def encode(self, texts, **_):
+        self.asked += texts
+        return np.stack([np.full(4, len(t), dtype=np.float32) for t in texts])
+
+
+def _row(doc: str, chunk_text: str, claims: list[str]) -> dict:
+    row = {name: None for name in records.COLUMNS}
+    row.update(item=doc, outcome=records.PROCESS, prior_vectors=[],
+               chunks=[{"ord": 0, "section_ord": 0, "char_start": 0, "char_end": len(chunk_text),
+                        "text": chunk_text, "text_hash": doc, "embedding": None, "reused": None}],
+               claims=[{"claim_id": f"{doc}-{i}", "claim_text": text, "reused": False} for i, text in enumerate(claims)])
+    return row
+
+
+def test_no_text_is_encoded_twice_in_a_run():
+    embed = Embed.__new__(Embed)
+    embed._model, embed._batch_size, embed._cache = _CountingModel(), 8, VectorCache(100)
+    first = embed(records.to_table([_row("a", "Chunk A.", ["Joanna said that thanks, Nate!", "Chunk A."]),
+                                    _row("b", "Chunk B.", ["Joanna said that thanks, Nate!"])]))
+    second = embed(records.to_table([_row("c", "Chunk C.", ["Joanna said that thanks, Nate!"])]))
+    assert sorted(embed._model.asked) == ["Chunk A.", "Chunk B.", "Chunk C.", "Joanna said that thanks, Nate!"]
+    rows = records.to_rows(first) + records.to_rows(second)
+    assert [(r["chunk_vectors_computed"], r["claim_vectors_computed"]) for r in rows] == [(1, 1), (1, 0), (1, 0)]
+    said = {np.frombuffer(c["embedding"], "<f4").tobytes() for r in rows for c in r["claims"]
+            if c["claim_text"].startswith("Joanna")}
+    assert len(said) == 1 and all(c["embedding"] for r in rows for c in r["claims"] + r["chunks"])
+
+
+def test_the_vector_cache_forgets_the_least_recently_used():
+    cache = VectorCache(2)
+    a, b, c = (VectorCache.key(t) for t in "abc")
+    cache.put(a, b"1")
+    cache.put(b, b"2")
+    assert cache.get(a) == b"1"   # a is now the most recent
+    cache.put(c, b"3")
+    assert cache.get(b) is None and cache.get(a) == b"1" and cache.get(c) == b"3"
+
