@@ -250,7 +250,7 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
             from jobs import extract_llm
 
             landed = extract_llm.run(authority.dsn, settings.object_store_uri, llm, model, device=device,
-                                     embed_batch_size=settings.embed_batch_size, batch_size=options.batch_size)
+                                     embed_batch_size=settings.embed_batch(use_gpu), batch_size=options.batch_size)
             report.claims += landed["claims"]
             report.ledger_rows += landed["ledger_rows"]
         bar.close()
@@ -259,7 +259,7 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
             with runs.facts_phase(owner):
                 report.facts = facts.run_facts(
                     authority.dsn, run_id=run_id, workers=options.workers, model=model, device=device,
-                    embed_batch_size=settings.embed_batch_size, threads=threads, extractor=options.extractor,
+                    embed_batch_size=settings.embed_batch(use_gpu), threads=threads, extractor=options.extractor,
                     retry=retry)
                 store.ensure_vector_indexes(owner)
         report.status = "succeeded"
@@ -337,7 +337,7 @@ def _pipeline(options: ImportOptions, settings: Settings, dsn: str, run_id: str,
                             batch_format="pyarrow", num_cpus=_DB_ACTOR_CPUS)
     ds = ds.map_batches(Embed, fn_constructor_kwargs={
                             "model": model, "device": "cuda" if use_gpu else settings.embedding_device,
-                            "batch_size": settings.embed_batch_size, "threads": threads},
+                            "batch_size": settings.embed_batch(use_gpu), "threads": threads},
                         compute=pool, batch_size=max(b, _EMBED_BATCH_DOCS), batch_format="pyarrow",
                         **({"num_gpus": 1} if use_gpu else {"num_cpus": _embedder_cpus(options.workers)}))
     return ds.map_batches(Write, fn_constructor_kwargs={"dsn": dsn, "object_store": store_uri, "run_id": run_id,

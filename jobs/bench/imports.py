@@ -116,11 +116,17 @@ def _last_run(home: Path) -> dict[str, Any]:
 def _encode_seconds(texts: list[str], model_ref, threads: int, batch_size: int) -> float:
     from actors.embedder import load_model
 
-    model = load_model(model_ref, "cpu", threads)
+    model = load_model(model_ref, "auto", threads)   # a GPU machine's floor is its GPU
     model.encode(texts[:batch_size], batch_size=batch_size)  # warm-up, as the actor's first batch
     started = time.perf_counter()
     model.encode(texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
     return time.perf_counter() - started
+
+
+def _gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def _floors(corpus: Path, threads: int, batch_size: int) -> dict[str, Any]:
@@ -191,14 +197,14 @@ def bench_import(args: argparse.Namespace) -> dict[str, Any]:
         folders = _locomo_folders(args.locomo, work)
         plans.append(("locomo", folders[1:] if args.no_double else folders, "mtime"))
     results: dict[str, Any] = {"workers": args.workers, "threads": threads,
-                               "embed_batch_size": settings.embed_batch_size, "corpora": {}}
+                               "embed_batch_size": settings.embed_batch(_gpu()), "corpora": {}}
     for name, folders, dated_by in plans:
         runs = []
         for folder in folders:
             run = _run_figures(folder, work / f"home-{folder.name}", args, dated_by)
             print(f"encoding {folder.name}'s text in {PIECE_CHARS}-character pieces ({threads} threads)",
                   file=sys.stderr, flush=True)
-            run.update(_floors(folder, threads, settings.embed_batch_size))
+            run.update(_floors(folder, threads, settings.embed_batch(_gpu())))
             run["ratio"] = run["floor_seconds"] / run["import_seconds"]
             runs.append(run)
         corpus = {"runs": runs}
