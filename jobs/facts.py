@@ -92,8 +92,17 @@ def _split(items: list, shards: int, key=lambda x: x) -> list[list]:
     return out
 
 
+def _start(started: list, cls, count: int, *args, **kwargs) -> list:
+    import ray
+
+    actors = [ray.remote(num_cpus=_ACTOR_CPUS)(cls).remote(*args, **kwargs) for _ in range(count)]
+    started += actors
+    return actors
+
+
 def _release(actors: list) -> None:
-    """Give a step's CPUs back before the next step's actors ask for theirs."""
+    """Give a step's CPUs back before the next step's actors ask for theirs (killing an actor
+    twice is harmless)."""
     import ray
 
     for actor in actors:
@@ -113,15 +122,22 @@ def run_facts(dsn: str, *, run_id: str, workers: int, model: ModelRef, device: s
     with psycopg.connect(dsn, autocommit=True) as conn:
         t = time.perf_counter()
         versions = assertions_sql.versions_to_normalize(conn)
-        # The label step's model loads while the steps before it run (it holds no CPU until then).
+        # Every step's actors start now, each process starting while the steps before it run (a
+        # Ray actor is a new process: about a second each on a small machine), the label step's
+        # holding no CPU until its turn. Without new claims, the later steps start theirs on demand.
+        config = extractor if extractor is not None and extractor.backend == "openai" else None
+        started: list = []
+        normalizers = _start(started, facts_shards.Normalizer, min(shards, len(versions)), dsn, config, retry)
+        resolvers = _start(started, facts_shards.ResolverShard, shards if versions else 0, dsn, run_id, retry)
+        adjudicators = _start(started, facts_shards.AdjudicatorShard, shards if versions else 0, dsn, run_id,
+                              retry=retry)
         labeller = (ray.remote(num_cpus=0)(facts_shards.LabelVectors).remote(
             dsn, model, device, embed_batch_size, threads)
             if versions or reconcile.labels_to_vectorize(conn) else None)
+        started += [labeller] if labeller is not None else []
         try:
             if versions:
-                normalizer = ray.remote(num_cpus=_ACTOR_CPUS)(facts_shards.Normalizer)
-                config = extractor if extractor is not None and extractor.backend == "openai" else None
-                actors = [normalizer.remote(dsn, config, retry) for _ in range(min(shards, len(versions)))]
+                actors = normalizers
                 pool = ActorPool(actors)
                 batches = [versions[i:i + _VERSIONS_PER_CALL] for i in range(0, len(versions), _VERSIONS_PER_CALL)]
                 for got in pool.map_unordered(lambda actor, batch: actor.normalize.remote(batch), batches):
@@ -134,11 +150,10 @@ def run_facts(dsn: str, *, run_id: str, workers: int, model: ModelRef, device: s
             t = time.perf_counter()
             keys = entities_sql.unresolved(conn)
             if keys:
-                resolver = ray.remote(num_cpus=_ACTOR_CPUS)(facts_shards.ResolverShard)
-                parts = _split(sorted(keys), shards)
-                actors = [resolver.remote(dsn, run_id, retry) for part in parts if part]
-                results = ray.get([a.resolve.remote({k: keys[k] for k in part})
-                                   for a, part in zip(actors, [p for p in parts if p])])
+                parts = [p for p in _split(sorted(keys), shards) if p]
+                actors = resolvers[:len(parts)] or _start(started, facts_shards.ResolverShard, len(parts), dsn,
+                                                          run_id, retry)
+                results = ray.get([a.resolve.remote({k: keys[k] for k in part}) for a, part in zip(actors, parts)])
                 _release(actors)
                 for got in results:
                     report.dead_letter += got["dead_letter"]
@@ -151,9 +166,9 @@ def run_facts(dsn: str, *, run_id: str, workers: int, model: ModelRef, device: s
             t = time.perf_counter()
             anchors = facts_store.pending_anchors(conn)
             if anchors:
-                adjudicator = ray.remote(num_cpus=_ACTOR_CPUS)(facts_shards.AdjudicatorShard)
                 parts = [p for p in _split(anchors, shards) if p]
-                actors = [adjudicator.remote(dsn, run_id, retry=retry) for _ in parts]
+                actors = adjudicators[:len(parts)] or _start(started, facts_shards.AdjudicatorShard, len(parts),
+                                                             dsn, run_id, retry=retry)
                 results = ray.get([a.adjudicate.remote(p) for a, p in zip(actors, parts)])
                 _release(actors)
                 for got in results:
@@ -177,7 +192,6 @@ def run_facts(dsn: str, *, run_id: str, workers: int, model: ModelRef, device: s
             report.vectors["fact_vectors_from_claims"] = from_claims
             report.seconds["label"] = time.perf_counter() - t
         finally:
-            if labeller is not None:
-                _release([labeller])
+            _release(started)   # what each step did not release itself
         writes.finish_fact_stages(conn)
     return report
