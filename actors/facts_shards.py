@@ -151,15 +151,19 @@ class ResolverShard:
             for m in listed:  # already in said-on, document order
                 if (m["doc_id"], m["surface"]) in unbound:
                     by_doc.setdefault(m["doc_id"], []).append(m | {"alias_key": names.key(m["surface"])})
+            spellings = None
             for doc_id, mentions in by_doc.items():
                 # Within one document the same name is decided once, for all its uses there.
-                found = entities_sql.candidates(conn, key, self._run_id, mentions[0]["claim_id"])
+                if spellings is None:
+                    spellings = entities_sql.spelling_candidates(conn, key, self._run_id)
+                found = entities_sql.scored(conn, spellings, mentions[0]["claim_id"])
                 verdict = resolution.decide(found)
                 created = verdict.entity_id is None
                 entity_id = resolution.new_entity_id(key, doc_id) if created else verdict.entity_id
-                entities_sql.bind(conn, key=key, mentions=mentions, entity_id=entity_id, created=created,
-                                  verdict="new" if created else "matched", step=verdict.step, found=found,
-                                  run_id=self._run_id)
+                if entities_sql.bind(conn, key=key, mentions=mentions, entity_id=entity_id, created=created,
+                                     verdict="new" if created else "matched", step=verdict.step, found=found,
+                                     run_id=self._run_id):
+                    spellings = None   # a spelling was added: this key's candidates may change
                 if verdict.proposal is not None:
                     entities_sql.propose(conn, entity_id, verdict.proposal.entity_id, verdict.proposal.score,
                                          f"{verdict.proposal.tier} candidate not accepted", self._run_id)

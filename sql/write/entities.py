@@ -31,8 +31,10 @@ def unresolved(conn: psycopg.Connection) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def candidates(conn: psycopg.Connection, key: str, run_id: str, claim_id: str) -> list[Candidate]:
-    """The bounded candidate set of T0, T1 and T2, each scored against the claim's vector (T3)."""
+def spelling_candidates(conn: psycopg.Connection, key: str, run_id: str) -> list[Candidate]:
+    """T0, T1 and T2: the entities whose spellings (as this key's shard sees them) match `key`.
+    They change only when a spelling is added (`bind` says when), so a shard reuses them over a
+    key's documents."""
     params = {"key": key, "run": run_id, "limit": resolution.CANDIDATE_LIMIT,
               "nominate": resolution.SPELLING_NOMINATE}
     found: dict[str, Candidate] = {}
@@ -50,39 +52,52 @@ def candidates(conn: psycopg.Connection, key: str, run_id: str, claim_id: str) -
             f" WHERE a.dm_codes && daitch_mokotoff(%(key)s) AND a.alias_key <> %(key)s AND {_VISIBLE}"
             " ORDER BY 1 LIMIT %(limit)s", params):
         found.setdefault(entity_id, Candidate(entity_id, "T2", 1.0))
+    return list(found.values())
+
+
+def scored(conn: psycopg.Connection, found: list[Candidate], claim_id: str) -> list[Candidate]:
+    """T3: each candidate's profile against the vector of the claim the mention came from."""
     if not found:
         return []
     scores = dict(conn.execute(
         "SELECT e.entity_id::text, 1 - (e.profile_embedding <=> c.embedding) FROM entities e, claims c"
         " WHERE e.entity_id = ANY(%s::uuid[]) AND c.claim_id = %s AND e.profile_embedding IS NOT NULL"
-        " AND c.embedding IS NOT NULL", (list(found), claim_id)).fetchall())
+        " AND c.embedding IS NOT NULL", ([c.entity_id for c in found], claim_id)).fetchall())
     return [Candidate(c.entity_id, c.tier, c.score, float(scores[c.entity_id]) if c.entity_id in scores else None)
-            for c in found.values()]
+            for c in found]
 
 
 def bind(conn: psycopg.Connection, *, key: str, mentions: list[dict[str, Any]], entity_id: str, created: bool,
-         verdict: str, step: str, found: list[Candidate], run_id: str) -> None:
+         verdict: str, step: str, found: list[Candidate], run_id: str) -> bool:
     """Record one document's verdict for `key`: the entity (created if new), its spellings, the
-    mentions, and the identity event; in one transaction."""
-    with conn.transaction():
+    mentions, and the identity event; in one transaction. True when it added a spelling."""
+    added = False
+    with conn.transaction(), conn.cursor() as cur:
         if created:  # named by its fullest spelling: "Dana Kim", not the "Dana" that stood for it
             canonical = max(mentions, key=lambda m: (m["alias_key"] == key, len(m["surface"]), m["surface"]))
-            conn.execute("INSERT INTO entities (entity_id, canonical_name, created_run) VALUES (%s, %s, %s)"
-                         " ON CONFLICT DO NOTHING", (entity_id, canonical["surface"], run_id))
-        for m in mentions:
-            conn.execute(
+            cur.execute("INSERT INTO entities (entity_id, canonical_name, created_run) VALUES (%s, %s, %s)"
+                        " ON CONFLICT DO NOTHING", (entity_id, canonical["surface"], run_id))
+        known = {r[0] for r in cur.execute("SELECT alias_key FROM entity_aliases WHERE entity_id = %s"
+                                           " AND alias_key = ANY(%s)",
+                                           (entity_id, [m["alias_key"] for m in mentions]))}
+        new = [m for m in mentions if m["alias_key"] not in known]
+        if new:
+            cur.executemany(
                 "INSERT INTO entity_aliases (entity_id, alias, alias_key, dm_codes, resolved_key, added_run)"
                 " VALUES (%(e)s, %(alias)s, %(alias_key)s, daitch_mokotoff(%(alias_key)s), %(key)s, %(run)s)"
                 " ON CONFLICT DO NOTHING",
-                {"e": entity_id, "alias": m["surface"], "alias_key": m["alias_key"], "key": key, "run": run_id})
-            conn.execute("UPDATE mentions SET entity_id = %s WHERE doc_id = %s AND mention_key = %s AND surface = %s",
-                         (entity_id, m["doc_id"], key, m["surface"]))
+                [{"e": entity_id, "alias": m["surface"], "alias_key": m["alias_key"], "key": key, "run": run_id}
+                 for m in new])
+            added = True
+        cur.executemany("UPDATE mentions SET entity_id = %s WHERE doc_id = %s AND mention_key = %s AND surface = %s",
+                        [(entity_id, m["doc_id"], key, m["surface"]) for m in mentions])
         m = mentions[0]
         conn.execute(
             "INSERT INTO identity_events (doc_id, mention_key, surface, entity_id, verdict, step, candidates,"
             " resolver_version, run_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (m["doc_id"], key, m["surface"], entity_id, verdict, step, Jsonb([c.as_dict() for c in found]),
              resolution.RESOLVER_VERSION, run_id))
+    return added or created
 
 
 def propose(conn: psycopg.Connection, entity_id: str, other_id: str, score: float, reason: str, run_id: str) -> None:

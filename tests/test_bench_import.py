@@ -1,0 +1,49 @@
+"""The import benchmark's pure parts: the floor's pieces, the LoCoMo corpora it scales over, its table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from jobs.bench import imports
+from tests.test_bench_recall import CONVERSATION
+
+
+def test_the_floor_cuts_each_document_into_pieces_of_its_own(tmp_path: Path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.md").write_text("a" * 2500)
+    (tmp_path / "sub" / "b.txt").write_text("b" * 300)
+    pieces = imports.corpus_pieces(tmp_path)
+    assert [len(p) for p in pieces] == [1000, 1000, 500, 300]
+    assert pieces[2] == "a" * 500 and pieces[3] == "b" * 300
+
+
+def test_locomo_scales_from_half_of_each_conversations_sessions_to_all(tmp_path: Path):
+    source = tmp_path / "locomo"
+    source.mkdir()
+    conversation = dict(CONVERSATION, session_3_date_time="10:00 am on 3 June, 2023",
+                        session_3=[{"speaker": "John", "dia_id": "D3:1", "text": "Biscuit chewed my running shoes."}],
+                        session_4_date_time="11:00 am on 4 June, 2023",
+                        session_4=[{"speaker": "Maria", "dia_id": "D4:1", "text": "Sorry about the shoes!"}])
+    (source / "41.json").write_text(json.dumps(conversation))
+    (source / "42.json").write_text(json.dumps(CONVERSATION))
+    half, whole = imports._locomo_folders(source, tmp_path / "work")
+    assert sorted(p.name for p in half.iterdir()) == ["locomo-41-session-01.md", "locomo-41-session-02.md",
+                                                      "locomo-42-session-01.md"]
+    assert len(list(whole.iterdir())) == 6
+
+
+def test_the_table_gives_the_ratio_each_stage_and_the_scaling():
+    run = {"documents": 90, "pieces": 405, "chunks": 555, "claims": 2852, "import_seconds": 30.0,
+           "exit_seconds": 33.0, "floor_seconds": 15.0, "floor_same_execution_seconds": 7.0,
+           "execution": "onnx-int8", "ratio": 0.5, "startup_seconds": 4.0, "pipeline_seconds": 26.0,
+           "driver_peak_rss_mib": 250.0, "stage_seconds": {"embed": 11.5, "extract": 2.3, "read": 0.01},
+           "facts_seconds": {"normalize": 1.1, "adjudicate": 1.9},
+           "texts_embedded": {"chunks": 555, "claims": 2474, "labels": 0, "profiles": 9},
+           "vectors_not_embedded": {"same_text_in_this_run": 378, "labels_from_their_claim": 2505}}
+    table = imports.render({"threads": 2, "embed_batch_size": 32, "corpora": {"locomo": {
+        "runs": [run, run], "time_ratio_2x": 1.5, "floor_ratio_2x": 2.0, "driver_rss_ratio_2x": 1.01}}})
+    assert "floor/import = 0.50" in table and "through onnx-int8: 7.0 s" in table
+    assert "embed 11.5" in table and "read" not in table.split("busy seconds per stage:")[1].split("\n")[0]
+    assert "adjudicate 1.9 s" in table and "same text in this run 378" in table
+    assert "2x the corpus: 1.50x the import time (floor 2.00x), driver peak RSS 1.01x" in table
