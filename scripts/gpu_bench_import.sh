@@ -12,21 +12,8 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 
-if ! command -v nvidia-smi >/dev/null; then
-    echo "nvidia-smi not found: this script needs an NVIDIA GPU and its driver" >&2
-    exit 2
-fi
-
-VENV=${VENV:-.venv-gpu}
-if [ ! -x "$VENV/bin/python" ]; then
-    python3 -m venv "$VENV"
-fi
-if [ ! -f "$VENV/.installed-gpu" ] || [ pyproject.toml -nt "$VENV/.installed-gpu" ]; then
-    "$VENV/bin/python" -m pip install --quiet --upgrade pip
-    "$VENV/bin/python" -m pip install --quiet -e ".[gpu,dev]"
-    touch "$VENV/.installed-gpu"
-fi
-"$VENV/bin/python" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'torch sees no GPU')"
+. scripts/gpu_venv.sh
+"$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'torch sees no GPU')"
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 OUT=${OUT:-$PWD/.corpusmem-gpu/bench-import-$stamp}

@@ -33,22 +33,7 @@ if [ ! -f "$CORPUSMEM_LLM_MODEL/config.json" ]; then
     echo "CORPUSMEM_LLM_MODEL=$CORPUSMEM_LLM_MODEL: no model there (no config.json)" >&2
     exit 2
 fi
-if ! command -v nvidia-smi >/dev/null; then
-    echo "nvidia-smi not found: this script needs an NVIDIA GPU and its driver" >&2
-    exit 2
-fi
-
-VENV=${VENV:-.venv-gpu}
-if [ ! -x "$VENV/bin/python" ]; then
-    python3 -m venv "$VENV"
-fi
-if [ ! -f "$VENV/.installed-gpu" ] || [ pyproject.toml -nt "$VENV/.installed-gpu" ]; then
-    "$VENV/bin/python" -m pip install --quiet --upgrade pip
-    # dev: the recording step builds its chunks with the test module that parses the fixtures.
-    "$VENV/bin/python" -m pip install --quiet -e ".[gpu,dev]"
-    touch "$VENV/.installed-gpu"
-fi
-PY="$VENV/bin/python"
+. scripts/gpu_venv.sh
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 export CORPUSMEM_HOME=${CORPUSMEM_HOME:-$PWD/.corpusmem-gpu/home-$stamp}
