@@ -39,8 +39,9 @@ class QueryEmbedder:
 
     @serve.batch(max_batch_size=EMBED_BATCH, batch_wait_timeout_s=EMBED_BATCH_WAIT_S)
     async def embed(self, texts: list[str]) -> list[list[float]]:
-        vectors = self._model.encode(texts, normalize_embeddings=True, show_progress_bar=False,
-                                     batch_size=len(texts))
+        # A question's vector must not depend on who else asked at the same moment.
+        alone = 1 if not getattr(self._model, "batch_invariant", True) else len(texts)
+        vectors = self._model.encode(texts, normalize_embeddings=True, show_progress_bar=False, batch_size=alone)
         return [v.tolist() for v in vectors]
 
 

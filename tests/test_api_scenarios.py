@@ -56,11 +56,13 @@ def scenario_memory(pg_admin_dsn, template_db, ray_local, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def embed(scenario_memory):
+def embed():
+    """Questions encoded as the memories of these tests were made: with the default settings."""
     from actors.embedder import load_model
     from jobs import runtime
+    from jobs.settings import load_settings
 
-    model = load_model(runtime.embedding_model(scenario_memory, scenario_memory.dsn), "cpu")
+    model = load_model(runtime.embedding_model(load_settings({}), None), "cpu")
 
     async def embed(text: str):
         return model.encode([text], normalize_embeddings=True)[0]

@@ -154,3 +154,14 @@ def test_the_vector_cache_forgets_the_least_recently_used():
     cache.put(c, b"3")
     assert cache.get(b) is None and cache.get(a) == b"1" and cache.get(c) == b"3"
 
+
+
+def test_int8_vectors_depend_on_their_batch_so_questions_are_encoded_alone(cache):
+    model = load_model(resolve_model(DEFAULT_MODEL, "onnx-int8", cache), "cpu", threads=1)
+    fp32 = load_model(resolve_model(DEFAULT_MODEL, "onnx", cache), "cpu", threads=1)
+    assert not model.batch_invariant and fp32.batch_invariant
+    alone = model.encode(TEXTS[:2], batch_size=1, normalize_embeddings=True)
+    again = np.stack([model.encode(t, normalize_embeddings=True) for t in TEXTS[:2]])
+    assert np.array_equal(alone, again)   # batches of one: the same vector every time
+    beside_others = model.encode(TEXTS, batch_size=len(TEXTS), normalize_embeddings=True)
+    assert not np.array_equal(beside_others[:2], alone)   # why the query embedder encodes alone

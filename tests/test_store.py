@@ -45,3 +45,17 @@ def test_a_missing_embedding_model_names_the_setting(tmp_path):
 
     with pytest.raises(ModelNotFound, match="CORPUSMEM_EMBEDDING_MODEL"):
         resolve_model(str(tmp_path / "no-such-model"))
+
+
+def test_a_memory_keeps_the_execution_its_vectors_were_made_with(memory):
+    from actors.embedder import DEFAULT_MODEL, resolve_model
+    from jobs import runtime
+
+    assert store.pinned_model(memory.dsn) is None
+    made = runtime.embedding_model(memory, memory.dsn)    # a new memory on a CPU: int8
+    store.open_store(memory, embedding_model=made.pin, embedding_dim=384, build_revision="a")
+    assert store.pinned_model(memory.dsn) == f"{DEFAULT_MODEL}@onnx-int8" == made.pin
+    assert runtime.embedding_model(memory, memory.dsn, gpu=True).execution == "onnx-int8"
+    with pytest.raises(store.StoreError, match="CORPUSMEM_EMBEDDING_EXECUTION=auto"):
+        store.open_store(memory, embedding_model=resolve_model(DEFAULT_MODEL, "torch").pin, embedding_dim=384,
+                         build_revision="a")
