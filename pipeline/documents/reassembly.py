@@ -1,0 +1,202 @@
+"""Reassembly: the chunk records of a vector store joined back into the documents they came from.
+
+A vector store holds chunks, not documents: each record has its text, the source it was cut
+from, its position there and, often, a date. `reassemble` groups records per source, orders
+them by position and joins neighbours, removing the overlap chunkers leave at a seam (a shared
+run of at least `MIN_OVERLAP` characters; a shorter match is taken for coincidence). Where the
+records carry character offsets into the source (LlamaIndex's `start_char_idx`), the seams come
+from the offsets instead, exactly. A missing position is kept as a visible break and counted.
+
+Records that cannot be placed are never dropped silently: each is counted under its reason
+(`REASONS`), with a few record ids for the report. No peer library rebuilds documents from
+chunks (migration tools copy points), so this is written here; it is pure, so the same rule
+serves every store's reader.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+MIN_OVERLAP = 20
+# Stands for the records a source is missing between two positions: visible, never glued over.
+GAP_MARK = "\n\n[…]\n\n"
+REASONS = ("no_text", "no_source", "no_position", "bad_date", "naive_date", "duplicate_position")
+_EXAMPLES = 5
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Record:
+    record_id: str
+    source: str | None
+    text: str | None
+    position: int | None = None
+    date: object = None            # ISO 8601 text, epoch seconds or milliseconds, or a datetime
+    title: str | None = None
+    char_start: int | None = None  # offset of the text in its source, when the store kept it
+
+
+@dataclass
+class Document:
+    source: str
+    text: str
+    modified_at: datetime | None
+    title: str | None
+    records: int
+    gaps: int = 0
+    overlap_chars: int = 0          # characters removed at seams
+    seams_from_offsets: bool = False
+
+
+@dataclass
+class Rejections:
+    counts: Counter = field(default_factory=Counter)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, reason: str, record_id: str) -> None:
+        self.counts[reason] += 1
+        shown = self.examples.setdefault(reason, [])
+        if len(shown) < _EXAMPLES:
+            shown.append(record_id)
+
+
+class NaiveDate(ValueError):
+    pass
+
+
+def parse_date(value: object, *, assume_utc: bool = False) -> datetime | None:
+    """A record's date as an aware UTC datetime. Raises ValueError when it cannot be read, and
+    NaiveDate for a time without a zone unless `assume_utc`."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"not a date: {value!r}")
+    if isinstance(value, (int, float)):
+        seconds = value / 1000 if abs(value) > 1e11 else value   # epoch milliseconds or seconds
+        return datetime.fromtimestamp(seconds, UTC)
+    if isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, str):
+        text = value.strip()
+        if re.fullmatch(r"-?\d+(\.\d+)?", text):
+            return parse_date(float(text), assume_utc=assume_utc)
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):   # a day has no clock time to misplace
+            return datetime.fromisoformat(text).replace(tzinfo=UTC)
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    else:
+        raise ValueError(f"not a date: {value!r}")
+    if parsed.tzinfo is None:
+        if not assume_utc:
+            raise NaiveDate(f"{value!r} has no time zone")
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def seam_overlap(before: str, after: str, minimum: int = MIN_OVERLAP) -> int:
+    """The longest run that ends `before` and starts `after`, if at least `minimum` long; else 0."""
+    if len(before) < minimum or len(after) < minimum:
+        return 0
+    probe = after[:minimum]
+    start = max(0, len(before) - len(after))
+    while (at := before.find(probe, start)) != -1:
+        if after.startswith(before[at:]):
+            return len(before) - at
+        start = at + 1
+    return 0
+
+
+def reassemble(records: Iterable[Record], *, assume_utc: bool = False) -> tuple[list[Document], Rejections]:
+    """One document per source, in source order; and what was left out, by reason."""
+    rejected = Rejections()
+    by_source: dict[str, list[tuple[Record, datetime | None]]] = {}
+    for r in records:
+        if r.text is None or not r.text.strip():
+            rejected.add("no_text", r.record_id)
+            continue
+        if r.source is None or not str(r.source).strip():
+            rejected.add("no_source", r.record_id)
+            continue
+        try:
+            when = parse_date(r.date, assume_utc=assume_utc)
+        except NaiveDate:
+            rejected.add("naive_date", r.record_id)
+            continue
+        except (ValueError, OverflowError, OSError):
+            rejected.add("bad_date", r.record_id)
+            continue
+        by_source.setdefault(str(r.source), []).append((r, when))
+    documents = []
+    for source in sorted(by_source):
+        doc = _join(source, by_source[source], rejected)
+        if doc is not None:
+            documents.append(doc)
+    return documents, rejected
+
+
+def _join(source: str, got: list[tuple[Record, datetime | None]], rejected: Rejections) -> Document | None:
+    dates = [w for _, w in got if w is not None]   # a duplicate's date is still the source's date
+    if len(got) > 1:
+        placed = [(r, w) for r, w in got if r.position is not None]
+        for r, _ in got:
+            if r.position is None:
+                rejected.add("no_position", r.record_id)
+        got = placed
+    got.sort(key=lambda rw: (rw[0].position if rw[0].position is not None else 0, rw[0].record_id))
+    kept: list[tuple[Record, datetime | None]] = []
+    for r, w in got:
+        if kept and kept[-1][0].position == r.position:
+            rejected.add("duplicate_position", r.record_id)
+            continue
+        kept.append((r, w))
+    if not kept:
+        return None
+    records = [r for r, _ in kept]
+    offsets = all(r.char_start is not None for r in records) and len(records) > 1
+    text, gaps, removed = (_by_offsets if offsets else _by_seams)(records)
+    title = next((r.title.strip() for r in records if r.title and r.title.strip()), None)
+    if title is None and (heading := _HEADING.search(text)):
+        title = heading.group(1)
+    return Document(source=source, text=text, modified_at=max(dates) if dates else None, title=title,
+                    records=len(records), gaps=gaps, overlap_chars=removed, seams_from_offsets=offsets)
+
+
+def _missing(before: Record, after: Record) -> bool:
+    return before.position is not None and after.position is not None and after.position > before.position + 1
+
+
+def _by_seams(records: list[Record]) -> tuple[str, int, int]:
+    parts, gaps, removed = [records[0].text], 0, 0
+    for before, after in zip(records, records[1:]):
+        text = after.text
+        if _missing(before, after):
+            parts.append(GAP_MARK)
+            gaps += 1
+        elif (overlap := seam_overlap(before.text, text)) > 0:
+            text = text[overlap:]
+            removed += overlap
+        elif not (before.text[-1:].isspace() or text[:1].isspace()):
+            # A chunker that stripped the whitespace at its cut: a line break, never two words glued.
+            parts.append("\n")
+        parts.append(text)
+    return "".join(parts), gaps, removed
+
+
+def _by_offsets(records: list[Record]) -> tuple[str, int, int]:
+    records = sorted(records, key=lambda r: (r.char_start, r.position or 0, r.record_id))
+    parts, end, gaps, removed = [records[0].text], records[0].char_start + len(records[0].text), 0, 0
+    for before, after in zip(records, records[1:]):
+        start = after.char_start
+        if start > end:
+            parts.append(GAP_MARK)
+            gaps += 1
+            parts.append(after.text)
+        else:
+            cut = min(end - start, len(after.text))
+            removed += cut
+            parts.append(after.text[cut:])
+        end = max(end, start + len(after.text))
+    return "".join(parts), gaps, removed
