@@ -139,23 +139,23 @@ def reassemble(records: Iterable[Record], *, assume_utc: bool = False) -> tuple[
 
 def _join(source: str, got: list[tuple[Record, datetime | None]], rejected: Rejections) -> Document | None:
     dates = [w for _, w in got if w is not None]   # a duplicate's date is still the source's date
-    if len(got) > 1:
-        placed = [(r, w) for r, w in got if r.position is not None]
-        for r, _ in got:
+    # Offsets into the source order and join the records by themselves; positions are then not needed.
+    offsets = len(got) > 1 and all(r.char_start is not None for r, _ in got)
+    records = [r for r, _ in got]
+    if len(got) > 1 and not offsets:
+        for r in records:
             if r.position is None:
                 rejected.add("no_position", r.record_id)
-        got = placed
-    got.sort(key=lambda rw: (rw[0].position if rw[0].position is not None else 0, rw[0].record_id))
-    kept: list[tuple[Record, datetime | None]] = []
-    for r, w in got:
-        if kept and kept[-1][0].position == r.position:
-            rejected.add("duplicate_position", r.record_id)
-            continue
-        kept.append((r, w))
-    if not kept:
+        records = sorted((r for r in records if r.position is not None), key=lambda r: (r.position, r.record_id))
+        kept: list[Record] = []
+        for r in records:
+            if kept and kept[-1].position == r.position:
+                rejected.add("duplicate_position", r.record_id)
+            else:
+                kept.append(r)
+        records = kept
+    if not records:
         return None
-    records = [r for r, _ in kept]
-    offsets = all(r.char_start is not None for r in records) and len(records) > 1
     text, gaps, removed = (_by_offsets if offsets else _by_seams)(records)
     title = next((r.title.strip() for r in records if r.title and r.title.strip()), None)
     if title is None and (heading := _HEADING.search(text)):
