@@ -125,6 +125,7 @@ def _export(source: Path, folder: Path) -> None:
         "inputs": names, "pooling": pooling, "normalize": normalize, "max_seq_length": model.max_seq_length,
         "dimension": embedding_dim(model), "source": str(source),
         "pad_token": tokenizer.pad_token, "pad_token_id": tokenizer.pad_token_id}))
+    shutil.rmtree(folder, ignore_errors=True)   # what an export that did not finish left
     os.replace(staging, folder)
 
 
@@ -132,8 +133,8 @@ def _quantize(graph: Path, out: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     staging = out.with_name(out.name + ".staging")
-    # Weights only (activations stay fp32 in the attention products), one scale per output
-    # channel: per-tensor scales moved vectors to cosine 0.93 of torch's, per channel 0.99.
+    # Only the products with a weight matrix (the attention products stay fp32), one scale per
+    # output channel: per-tensor scales moved vectors to cosine 0.93 of torch's, per channel 0.99.
     quantize_dynamic(str(graph), str(staging), weight_type=QuantType.QInt8, per_channel=True,
                      op_types_to_quantize=["MatMul"], extra_options={"MatMulConstBOnly": True})
     os.replace(staging, out)
