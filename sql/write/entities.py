@@ -71,28 +71,24 @@ def bind(conn: psycopg.Connection, *, key: str, mentions: list[dict[str, Any]], 
          verdict: str, step: str, found: list[Candidate], run_id: str) -> bool:
     """Record one document's verdict for `key`: the entity (created if new), its spellings, the
     mentions, and the identity event; in one transaction. True when it added a spelling."""
-    added = False
     with conn.transaction(), conn.cursor() as cur:
         if created:  # named by its fullest spelling: "Dana Kim", not the "Dana" that stood for it
             canonical = max(mentions, key=lambda m: (m["alias_key"] == key, len(m["surface"]), m["surface"]))
             cur.execute("INSERT INTO entities (entity_id, canonical_name, created_run) VALUES (%s, %s, %s)"
                         " ON CONFLICT DO NOTHING", (entity_id, canonical["surface"], run_id))
-        known = {r[0] for r in cur.execute("SELECT alias_key FROM entity_aliases WHERE entity_id = %s"
-                                           " AND alias_key = ANY(%s)",
-                                           (entity_id, [m["alias_key"] for m in mentions]))}
-        new = [m for m in mentions if m["alias_key"] not in known]
-        if new:
-            cur.executemany(
-                "INSERT INTO entity_aliases (entity_id, alias, alias_key, dm_codes, resolved_key, added_run)"
-                " VALUES (%(e)s, %(alias)s, %(alias_key)s, daitch_mokotoff(%(alias_key)s), %(key)s, %(run)s)"
-                " ON CONFLICT DO NOTHING",
-                [{"e": entity_id, "alias": m["surface"], "alias_key": m["alias_key"], "key": key, "run": run_id}
-                 for m in new])
-            added = True
+        # A spelling the entity already has conflicts and is skipped: the rows inserted say whether
+        # this document added one.
+        cur.executemany(
+            "INSERT INTO entity_aliases (entity_id, alias, alias_key, dm_codes, resolved_key, added_run)"
+            " VALUES (%(e)s, %(alias)s, %(alias_key)s, daitch_mokotoff(%(alias_key)s), %(key)s, %(run)s)"
+            " ON CONFLICT DO NOTHING",
+            [{"e": entity_id, "alias": m["surface"], "alias_key": m["alias_key"], "key": key, "run": run_id}
+             for m in mentions])
+        added = cur.rowcount > 0
         cur.executemany("UPDATE mentions SET entity_id = %s WHERE doc_id = %s AND mention_key = %s AND surface = %s",
                         [(entity_id, m["doc_id"], key, m["surface"]) for m in mentions])
         m = mentions[0]
-        conn.execute(
+        cur.execute(
             "INSERT INTO identity_events (doc_id, mention_key, surface, entity_id, verdict, step, candidates,"
             " resolver_version, run_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (m["doc_id"], key, m["surface"], entity_id, verdict, step, Jsonb([c.as_dict() for c in found]),
