@@ -53,10 +53,9 @@ def choose_execution(setting: str, *, pinned: str | None, gpu: bool, model_path:
         return setting
     from actors import onnx_embedder
 
-    onnx_ok = onnx_embedder.supports(Path(model_path))
     if pinned is not None and "@" in pinned:
         return pinned.rsplit("@", 1)[1]
-    if gpu or not onnx_ok:
+    if gpu or not onnx_embedder.supports(Path(model_path)):
         return "torch"
     return "onnx" if pinned is not None else DEFAULT_CPU_EXECUTION
 
