@@ -72,8 +72,7 @@ def corpus_pieces(root: Path, chars: int = PIECE_CHARS) -> list[str]:
 def _import_child(corpus: Path, home: Path, args: argparse.Namespace, dated_by: str = "path") -> dict[str, Any]:
     """`python -m jobs.import_corpus` in a child process: the seconds until its report says the run
     is done, the seconds until it exited, and its peak RSS (sampled every 50 ms)."""
-    env = {k: v for k, v in os.environ.items() if k != "CORPUSMEM_DSN"}
-    env.update(CORPUSMEM_HOME=str(home), CORPUSMEM_OBJECT_STORE="", PYTHONUNBUFFERED="1")
+    env = bench_serve.memory_env(home) | {"PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, "-m", "jobs.import_corpus", str(corpus), "--modified-at-from", dated_by,
            "--workers", str(args.workers), "--batch-size", str(args.batch_size), "--no-progress"]
     started = time.perf_counter()

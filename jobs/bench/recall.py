@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -53,11 +52,8 @@ def import_documents(folder: Path, home: Path) -> float:
     """Import into an empty memory under `home` through the bulk path; the seconds it took."""
     if home.exists():
         raise SystemExit(f"corpusmem bench recall: {home} already holds a memory; pick an empty --keep folder")
-    env = {k: v for k, v in os.environ.items() if k != "CORPUSMEM_DSN"}
-    env.update(CORPUSMEM_HOME=str(home), CORPUSMEM_OBJECT_STORE="")
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "jobs.import_corpus", str(folder), "--modified-at-from", "mtime"],
-                   env=env, cwd=runtime.PROJECT_ROOT, check=True, stdout=sys.stderr)
+    bench_serve.import_into(home, folder, dated_by="mtime")
     return time.perf_counter() - started
 
 

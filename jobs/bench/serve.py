@@ -110,11 +110,8 @@ def ensure_memory(work: Path, claims: int) -> dict[str, Any]:
         bench.write_corpus(corpus / "docs", docs, synthetic.generate)
     written = time.perf_counter() - started
     print(f"importing {notes + docs} documents into {home} (progress below)", file=sys.stderr, flush=True)
-    env = {k: v for k, v in os.environ.items() if k != "CORPUSMEM_DSN"}
-    env.update(CORPUSMEM_HOME=str(home), CORPUSMEM_OBJECT_STORE="")
     imported = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "jobs.import_corpus", str(corpus), "--modified-at-from", "path"],
-                   env=env, cwd=runtime.PROJECT_ROOT, check=True, stdout=sys.stderr)
+    import_into(home, corpus, dated_by="path")
     found = memory_claims(home) or 0
     result = {"notes": notes, "documents": docs, "claims": found, "write_seconds": round(written, 1),
               "import_seconds": round(time.perf_counter() - imported, 1),
@@ -309,13 +306,27 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def memory_env(home: Path, *, ray: bool = True) -> dict[str, str]:
+    """The environment of a child process that works on the memory under `home` alone (its own
+    embedded PostgreSQL and object store, whatever CORPUSMEM_DSN this shell sets); `ray=False`
+    also drops RAY_* so a server starts its own Ray."""
+    env = {k: v for k, v in os.environ.items() if k != "CORPUSMEM_DSN" and (ray or not k.startswith("RAY_"))}
+    env.update(CORPUSMEM_HOME=str(home), CORPUSMEM_OBJECT_STORE="")
+    return env
+
+
+def import_into(home: Path, corpus: Path, *, dated_by: str) -> None:
+    """`python -m jobs.import_corpus` of `corpus` into the memory under `home`, its report on stderr."""
+    subprocess.run([sys.executable, "-m", "jobs.import_corpus", str(corpus), "--modified-at-from", dated_by],
+                   env=memory_env(home), cwd=runtime.PROJECT_ROOT, check=True, stdout=sys.stderr)
+
+
 def start_server(home: Path, log: Path, timeout: float = 600) -> tuple[subprocess.Popen, str]:
     """`corpusmem serve` on the memory under `home`, on a free port; waits for `/healthz`."""
     import httpx
 
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k != "CORPUSMEM_DSN" and not k.startswith("RAY_")}
-    env.update(CORPUSMEM_HOME=str(home), CORPUSMEM_OBJECT_STORE="")
+    env = memory_env(home, ray=False)
     with open(log, "w") as out:
         server = subprocess.Popen([sys.executable, "-m", "jobs.cli", "serve", "--port", str(port)],
                                   cwd=runtime.PROJECT_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
