@@ -1,4 +1,4 @@
-"""The `corpusmem` command: import, status, retry, claims, why-not, facts, delete, serve, demo, bench."""
+"""The `corpusmem` command: import, import-vectors, status, retry, claims, why-not, facts, delete, serve, demo, bench."""
 
 from __future__ import annotations
 
@@ -17,6 +17,12 @@ def _import(args: argparse.Namespace) -> int:
     report = import_corpus.run_import(import_corpus.options_from_args(args, settings), settings)
     print(report.render())
     return 0
+
+
+def _import_vectors(args: argparse.Namespace) -> int:
+    from jobs import import_vectors
+
+    return import_vectors.main_args(args, runtime.settings())
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -95,6 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
     import_corpus.add_arguments(p)
     p.set_defaults(func=_import)
 
+    p = sub.add_parser("import-vectors", help="rebuild the documents of a vector store (Qdrant, Chroma, LanceDB, "
+                                              "pgvector, Parquet, JSONL) from its chunks and import them")
+    from jobs import import_vectors
+
+    import_vectors.add_arguments(p)
+    p.set_defaults(func=_import_vectors)
+
     p = sub.add_parser("status", help="per-stage counts by status, failures with their reasons, totals and "
                                       "recent import runs")
     p.set_defaults(func=_status)
@@ -156,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except Exception as err:
         from actors.embedder import ModelNotFound
+        from actors.sources.stores import StoreUnavailable
         from actors.extractor import ExtractorUnavailable
         from serve.retrieval.facts import BadTimeQuery
         from sql.read.claims_queries import DocumentNotFound
@@ -163,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         from sql.write.reconcile import UnknownDocument
 
         if isinstance(err, (StoreError, ModelNotFound, DocumentNotFound, ExtractorUnavailable, BadTimeQuery,
-                            UnknownDocument)):
+                            UnknownDocument, StoreUnavailable)):
             print(f"corpusmem: {err}", file=sys.stderr)
             return 2
         raise

@@ -50,7 +50,7 @@ _ITEM_SCHEMA = pa.schema([("item", pa.string()), ("path", pa.string()), ("source
 # Fractions of a CPU for the actors that mostly wait on PostgreSQL, so that on a small machine
 # they leave the cores to the embedder and the conversion tasks.
 _DB_ACTOR_CPUS = 0.1
-_TASK_CPUS = 0.25
+TASK_CPUS = 0.25
 # Documents per embedder call. `encode` sorts its texts by length, so a bigger call pads less:
 # on 2 CPU threads, 16-document calls ran at about half the speed of one call over everything.
 _EMBED_BATCH_DOCS = 128
@@ -79,6 +79,9 @@ class ImportOptions:
     queued: tuple[str, ...] | None = None
     # False (the processor): when other pipelines are in flight, leave the facts phase to them
     wait_for_facts: bool = True
+    # whole documents from elsewhere (a vector store rebuilt by `jobs.import_vectors`), read in
+    # place of `paths`: an object with `dataset()` (DOC_SCHEMA rows), `total` (or None) and `record()`
+    documents: Any = None
 
 
 @dataclass
@@ -229,6 +232,8 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
         runs.hold_run(owner, run_id)
         if options.queued is not None:
             items = [{"version_id": v} for v in ingest_sql.claim_versions(owner, run_id, list(options.queued))]
+        elif options.documents is not None:
+            items = None
         else:
             items = _source_items(options)
         # the ONNX executions run on CPU: only torch asks for a GPU
@@ -236,9 +241,9 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
         threads = max(1, int(resources.get("CPU", 1)) // max(options.workers, 1))
         device = "cuda" if use_gpu else settings.embedding_device
         retry = retry_policy(settings)
-        bar = tqdm(total=len(items), unit="doc", desc="import", disable=not options.progress,
-                   file=sys.stderr, dynamic_ncols=True)
-        if items:
+        bar = tqdm(total=options.documents.total if items is None else len(items), unit="doc", desc="import",
+                   disable=not options.progress, file=sys.stderr, dynamic_ncols=True)
+        if items is None or items:
             ds = _pipeline(options, settings, authority.dsn, run_id, items, model, extractor_version, llm,
                            use_gpu, threads, retry)
             for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
@@ -318,19 +323,21 @@ def _pipeline(options: ImportOptions, settings: Settings, dsn: str, run_id: str,
                             compute=ray.data.ActorPoolStrategy(size=1), batch_size=b,
                             batch_format="pyarrow", num_cpus=_DB_ACTOR_CPUS)
     else:
-        ds = _items_dataset(items)
-        ds = ds.map_batches(stages.read, fn_kwargs={"options": options.source}, batch_size=b,
-                            batch_format="pyarrow", num_cpus=_TASK_CPUS)
+        if options.documents is not None:
+            ds = options.documents.dataset()
+        else:
+            ds = _items_dataset(items).map_batches(stages.read, fn_kwargs={"options": options.source},
+                                                   batch_size=b, batch_format="pyarrow", num_cpus=TASK_CPUS)
         ds = ds.map_batches(Ingest, fn_constructor_kwargs={"dsn": dsn, "object_store": store_uri,
                                                             "run_id": run_id, "routable": tuple(ROUTES),
                                                             "retry": retry},
                             compute=ray.data.ActorPoolStrategy(size=1), batch_size=b,
                             batch_format="pyarrow", num_cpus=_DB_ACTOR_CPUS)
-    ds = ds.map_batches(stages.convert, batch_size=b, batch_format="pyarrow", num_cpus=_TASK_CPUS)
+    ds = ds.map_batches(stages.convert, batch_size=b, batch_format="pyarrow", num_cpus=TASK_CPUS)
     ds = ds.map_batches(stages.structure, fn_kwargs={"target_chars": target}, batch_size=b,
-                        batch_format="pyarrow", num_cpus=_TASK_CPUS)
+                        batch_format="pyarrow", num_cpus=TASK_CPUS)
     ds = ds.map_batches(stages.chunk, fn_kwargs={"target_chars": target}, batch_size=b,
-                        batch_format="pyarrow", num_cpus=_TASK_CPUS)
+                        batch_format="pyarrow", num_cpus=TASK_CPUS)
     if llm is None:
         ds = ds.map_batches(Extract, fn_constructor_kwargs={"config": options.extractor},
                             compute=ray.data.ActorPoolStrategy(size=1), batch_size=b,
@@ -351,7 +358,8 @@ def _options_record(options: ImportOptions) -> dict[str, Any]:
     return {"source_kind": s.source_kind, "living": s.living, "include": list(s.include),
             "exclude": list(s.exclude), "modified_at_from": s.modified_at_from,
             "batch_size": options.batch_size, "workers": options.workers,
-            "extractor": options.extractor.backend}
+            "extractor": options.extractor.backend,
+            **({"documents": options.documents.record()} if options.documents is not None else {})}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -364,8 +372,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                         help="skip matching paths (repeatable; wins over --include)")
     parser.add_argument("--modified-at-from", choices=("mtime", "path", "sidecar"), default="mtime",
-                        help="source_modified_at from the file's mtime, a YYYY-MM-DD date in its "
-                             "path, or a <file>.meta.json sidecar (default: mtime)")
+                        help="source_modified_at from the file's mtime, a YYYY-MM-DD date in its path, or a "
+                             "<file>.meta.json sidecar (corpusmem's keys, a Google Drive files resource or an "
+                             "rclone lsjson entry, whose file id becomes the source_ref; the mtime where it says "
+                             "nothing) (default: mtime)")
     parser.add_argument("--batch-size", type=int, default=16, metavar="N", help="documents per batch")
     parser.add_argument("--workers", type=int, default=1, metavar="N", help="embedder actors")
     parser.add_argument("--extractor", choices=BACKENDS, default=None,

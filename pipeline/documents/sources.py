@@ -5,6 +5,11 @@
 an archive. Archives are expanded in memory only, never onto disk, behind the defences a
 hostile archive calls for (path traversal, links, duplicates, zip bombs, member floods). Every
 refusal is a failed row at stage "read" that says why, and every other member still lands.
+
+With `modified_at_from="sidecar"`, a `<file>.meta.json` beside a file describes it: corpusmem's
+own keys, or the metadata a drive export leaves there (a Google Drive `files` resource, an rclone
+`lsjson` entry). A sidecar that names a file id makes the id the document's identity, so a file
+renamed or moved in the drive stays the same document.
 """
 
 from __future__ import annotations
@@ -37,6 +42,22 @@ SIDECAR_SUFFIX = ".meta.json"
 # A sidecar holds a few keys; anything bigger is not a sidecar, and reading it whole would let a
 # single stray file cost as much memory as a document.
 _SIDECAR_MAX_BYTES = 1024 * 1024
+
+# Which sidecar keys give which field of a document row, first present key first. A sidecar is
+# corpusmem's own, a Google Drive `files` resource (API v3, or v2's `title` and `modifiedDate`) or
+# an rclone `lsjson --original --hash` entry; they name the same facts differently and are told
+# apart by their keys alone, so the names live in one table instead of one parser per tool. A
+# revision comes before a content hash because a hash cannot say which of two versions is newer.
+# A dotted name is a key inside an object (rclone's `Hashes`).
+_SIDECAR_KEYS: dict[str, tuple[str, ...]] = {
+    "source_ref": ("source_ref", "id", "ID", "OrigID"),
+    "source_version_ref": ("source_version_ref", "headRevisionId", "version", "md5Checksum",
+                           "Hashes.md5", "Hashes.sha1"),
+    "source_modified_at": ("source_modified_at", "modifiedTime", "modifiedDate", "ModTime"),
+    "title": ("title", "name", "Name"),
+}
+# A drive listing describes its folders too; a folder's entry is no document and says nothing.
+_DRIVE_FOLDER_MIME = "application/vnd.google-apps.folder"
 
 # Members that expand to less than this are never refused for their compression ratio: a tiny
 # file of repeated bytes can exceed any sane ratio, and it costs nothing to read.
@@ -239,10 +260,10 @@ def read_item(item: dict[str, Any], options: SourceOptions) -> list[Row]:
                              f"file is over CORPUSMEM_MAX_FILE_BYTES={options.max_file_bytes} bytes")]
     row.update(content=content, size_bytes=len(content))
     try:
-        _set_times(row, options, item["item"],
-                   mtime=item.get("mtime"), sidecar_name=item["item"] + SIDECAR_SUFFIX,
-                   sidecar=lambda: _read_sidecar_file(item["path"] + SIDECAR_SUFFIX,
-                                                      item["item"] + SIDECAR_SUFFIX))
+        _set_source_metadata(row, options, item["item"],
+                             mtime=item.get("mtime"), sidecar_name=item["item"] + SIDECAR_SUFFIX,
+                             sidecar=lambda: _read_sidecar_file(item["path"] + SIDECAR_SUFFIX,
+                                                                item["item"] + SIDECAR_SUFFIX))
     except _SidecarError as err:
         return [records.fail(row, "read", str(err))]
     return [row]
@@ -277,17 +298,21 @@ def _read_sidecar_file(path: str, shown: str) -> bytes | None:
         raise _SidecarError(f"{shown} cannot be read: {err.strerror or err}") from None
 
 
-def _set_times(row: Row, options: SourceOptions, *paths: str, mtime: datetime | None,
-               sidecar: Callable[[], bytes | None], sidecar_name: str) -> None:
-    """Fill `source_modified_at` (and a sidecar's overrides) as `modified_at_from` says."""
+def _set_source_metadata(row: Row, options: SourceOptions, *paths: str, mtime: datetime | None,
+                         sidecar: Callable[[], bytes | None], sidecar_name: str) -> None:
+    """Fill `source_modified_at` as `modified_at_from` says, and whatever a sidecar overrides
+    (`source_ref`, `source_version_ref`, `title`)."""
     if options.modified_at_from == "mtime":
         row["source_modified_at"] = mtime
     elif options.modified_at_from == "path":
         row["source_modified_at"] = next(filter(None, map(_date_in_path, paths)), None)
     else:
+        # What the sidecar does not say, the file itself does: its path stays its identity and
+        # its mtime its time, so a plain folder imports in sidecar mode as it would without.
+        row["source_modified_at"] = mtime
         raw = sidecar()
         if raw is not None:
-            row.update(_parse_sidecar(raw, sidecar_name))
+            row.update(_parse_sidecar(raw, sidecar_name, row["filename"]))
 
 
 def _date_in_path(path: str) -> datetime | None:
@@ -307,7 +332,24 @@ def _date_in_path(path: str) -> datetime | None:
     return None
 
 
-def _parse_sidecar(raw: bytes, name: str) -> Row:
+def _parse_sidecar(raw: bytes, name: str, filename: str) -> Row:
+    """The row fields a sidecar gives (only those it has), for the file `filename` it describes."""
+    meta = _sidecar_object(raw, name)
+    if _describes_folder(meta):
+        return {}
+    found: Row = {}
+    for field, keys in _SIDECAR_KEYS.items():
+        for key in keys:
+            value = _sidecar_value(meta, key)
+            if value is not None:
+                found[field] = _READ_FIELD[field](value, key, name)
+                break
+    if "title" in found:
+        found["title"] = _title_from_name(found["title"], filename)
+    return found
+
+
+def _sidecar_object(raw: bytes, name: str) -> dict[str, Any]:
     if len(raw) > _SIDECAR_MAX_BYTES:
         raise _SidecarError(f"{name} is over {_SIDECAR_MAX_BYTES} bytes: not a sidecar")
     try:
@@ -318,30 +360,70 @@ def _parse_sidecar(raw: bytes, name: str) -> Row:
         raise _SidecarError(f"{name} is not valid JSON: {err.msg} at line {err.lineno}") from None
     if not isinstance(meta, dict):
         raise _SidecarError(f"{name} must hold a JSON object, not {type(meta).__name__}")
-    found: Row = {"source_modified_at": _sidecar_time(meta.get("source_modified_at"), name)}
-    for key in ("source_version_ref", "title"):
-        value = meta.get(key)
-        if value is None:
-            continue
-        if not isinstance(value, str):
-            raise _SidecarError(f"{key} in {name} must be a string, got {value!r}")
-        found[key] = value
-    return found
+    return meta
 
 
-def _sidecar_time(value: object, name: str) -> datetime | None:
-    if value is None:
-        return None
+def _describes_folder(meta: dict[str, Any]) -> bool:
+    return meta.get("IsDir") is True or meta.get("mimeType") == _DRIVE_FOLDER_MIME
+
+
+def _sidecar_value(meta: dict[str, Any], key: str) -> object:
+    """The value at `key` (dotted for a key inside an object), None when it is not there."""
+    value: object = meta
+    for part in key.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _sidecar_text(value: object, key: str, name: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise _SidecarError(f"{key} in {name} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _sidecar_revision(value: object, key: str, name: str) -> str:
+    # Drive writes `version` as a decimal string, tools that re-encode it as a number.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str) or not value:
+        raise _SidecarError(f"{key} in {name} must be a string or an integer, got {value!r}")
+    return value
+
+
+def _sidecar_time(value: object, key: str, name: str) -> datetime:
     if not isinstance(value, str):
-        raise _SidecarError(f"source_modified_at in {name} must be an ISO 8601 string, got {value!r}")
+        raise _SidecarError(f"{key} in {name} must be an ISO 8601 string, got {value!r}")
     try:
+        # Fractions past microseconds (rclone writes nanoseconds) are cut, not rounded.
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise _SidecarError(f"source_modified_at {value!r} in {name} is not an ISO 8601 timestamp") from None
+        raise _SidecarError(f"{key} {value!r} in {name} is not an ISO 8601 timestamp") from None
     if parsed.tzinfo is None or parsed.utcoffset() is None:
-        raise _SidecarError(f"source_modified_at {value!r} in {name} is naive: "
+        raise _SidecarError(f"{key} {value!r} in {name} is naive: "
                             "it must be timezone-aware UTC (end with Z or +00:00)")
     return parsed.astimezone(UTC)
+
+
+_READ_FIELD: dict[str, Callable[[object, str, str], Any]] = {
+    "source_ref": _sidecar_text,
+    "source_version_ref": _sidecar_revision,
+    "source_modified_at": _sidecar_time,
+    "title": _sidecar_text,
+}
+
+
+def _title_from_name(title: str, filename: str) -> str:
+    """A drive's name of the file, as the title a file of that name has: without its extension.
+
+    The extension goes only when it is the file's own, so a Google document named `Plan v2.1`
+    and exported as `Plan v2.1.docx` keeps its whole name.
+    """
+    suffix = PurePosixPath(filename).suffix
+    if suffix and len(title) > len(suffix) and title.lower().endswith(suffix.lower()):
+        return title[: -len(suffix)]
+    return title
 
 
 # ---------------------------------------------------------------------------------------------
@@ -452,9 +534,9 @@ class _Expander:
         row = self._row(path)
         row.update(content=content, size_bytes=len(content))
         try:
-            _set_times(row, options, path, self.archive_item, mtime=member.modified_at,
-                       sidecar=lambda: sidecar(path + SIDECAR_SUFFIX),
-                       sidecar_name=f"{self.archive_item}!{path}{SIDECAR_SUFFIX}")
+            _set_source_metadata(row, options, path, self.archive_item, mtime=member.modified_at,
+                                 sidecar=lambda: sidecar(path + SIDECAR_SUFFIX),
+                                 sidecar_name=f"{self.archive_item}!{path}{SIDECAR_SUFFIX}")
         except _SidecarError as err:
             records.fail(row, "read", str(err))
         yield row

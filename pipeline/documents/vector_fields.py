@@ -74,6 +74,13 @@ def flatten_node(payload: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**node, **payload} if isinstance(node, dict) else payload
 
 
+def _candidates(role: str) -> Iterator[str]:
+    for name in CONVENTIONS[role]:
+        yield name
+        if name.startswith("metadata."):
+            yield "c" + name   # LangChain's PGVector table keeps the metadata in `cmetadata`
+
+
 def guess(sample: Sequence[Mapping[str, Any]], named: FieldMap) -> FieldMap:
     """`named` with each unnamed role given the first conventional field the sample holds."""
     payloads = [flatten_node(p) for p in sample]
@@ -81,7 +88,7 @@ def guess(sample: Sequence[Mapping[str, Any]], named: FieldMap) -> FieldMap:
     for role in ROLES:
         if getattr(named, role):
             continue
-        for candidate in CONVENTIONS[role]:
+        for candidate in _candidates(role):
             if any(lookup(p, candidate) not in (None, "") for p in payloads):
                 chosen[role] = candidate
                 guessed.append(role)

@@ -34,6 +34,14 @@ def find_document(conn: psycopg.Connection, ref: str) -> tuple[str, str]:
     return str(rows[0][0]), rows[0][1]
 
 
+def documents_of_kind(conn: psycopg.Connection, source_kind: str) -> list[tuple[str, str]]:
+    """(doc_id, source_ref) of every live document of `source_kind`, by source_ref."""
+    live = servable("document", "d")
+    return [(str(d), ref) for d, ref in conn.execute(
+        f"SELECT doc_id, source_ref FROM documents d WHERE source_kind = %s AND {live} ORDER BY source_ref",
+        (source_kind,))]
+
+
 def latest_version(conn: psycopg.Connection, doc_id: str) -> tuple[str, str] | None:
     """(version_id, object key of document.md) of the newest version that has a representation."""
     row = conn.execute(

@@ -273,13 +273,15 @@ def test_sidecar_sets_time_title_and_version_and_is_not_a_source() -> None:
     write("d/a.md", "a")
     write("d/a.md.meta.json", json.dumps({"source_modified_at": "2026-01-15T10:00:00+02:00",
                                           "title": "Board minutes", "source_version_ref": "v7"}))
-    write("d/b.md", "b")
+    os.utime(write("d/b.md", "b"), (1_700_000_000, 1_700_000_000))
     assert [i["item"] for i in items("d", modified_at_from="sidecar")] == ["d/a.md", "d/b.md"]
     assert [i["item"] for i in items("d")] == ["d/a.md", "d/a.md.meta.json", "d/b.md"]
     rows = by_item(read("d", modified_at_from="sidecar"))
     assert rows["d/a.md"]["source_modified_at"] == datetime(2026, 1, 15, 8, 0, tzinfo=UTC)
     assert rows["d/a.md"]["title"] == "Board minutes" and rows["d/a.md"]["source_version_ref"] == "v7"
-    assert rows["d/b.md"]["outcome"] is None and rows["d/b.md"]["source_modified_at"] is None
+    # without a sidecar, a file keeps its path as identity and its mtime as its time
+    assert rows["d/b.md"]["outcome"] is None and rows["d/b.md"]["source_ref"] == "d/b.md"
+    assert rows["d/b.md"]["source_modified_at"] == datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)
 
 
 def test_naive_sidecar_timestamp_fails_the_row() -> None:
@@ -531,3 +533,110 @@ def test_expand_archive_reads_bytes_in_memory() -> None:
     rows = expand_archive("x.tar.gz", data, SourceOptions(), archive_item="x.tar.gz", archive_ref="ref.tgz")
     assert [(r["item"], r["source_ref"], r["content"]) for r in rows] == [
         ("x.tar.gz!a.md", "ref.tgz!a.md", b"a")]
+
+
+# -- drive exports: sidecars from Google Drive and rclone
+
+DRIVE_V3 = {"kind": "drive#file", "id": "1AbCdEfGhIjK-v3", "name": "Board minutes.md",
+            "mimeType": "text/markdown", "modifiedTime": "2026-03-04T10:11:12.345Z",
+            "headRevisionId": "0B7xRevHead42", "version": "17", "md5Checksum": "9e107d9d372bb6826bd81d3542a419d6"}
+DRIVE_V3_GOOGLE_DOC = {"id": "1GoogleDocId", "name": "Plan v2.1", "mimeType": "application/vnd.google-apps.document",
+                       "modifiedTime": "2026-02-01T08:00:00Z", "version": 42}
+DRIVE_V2 = {"kind": "drive#file", "id": "0Bv2FileId", "title": "Roadmap.txt", "mimeType": "text/plain",
+            "modifiedDate": "2025-12-31T23:59:59.000Z", "headRevisionId": "0Bv2Rev9", "version": "9"}
+RCLONE = {"Path": "team/notes.md", "Name": "notes.md", "Size": 1, "MimeType": "text/markdown",
+          "ModTime": "2026-03-04T10:11:12.123456789+01:00", "IsDir": False, "ID": "1RcloneId",
+          "OrigID": "1RcloneOrigId", "Hashes": {"md5": "5d41402abc4b2a76b9719d911017c592"}}
+CORPUSMEM = {"source_ref": "crm://accounts/42", "source_version_ref": "v3",
+             "source_modified_at": "2026-01-15T10:00:00+02:00", "title": "Account 42"}
+
+
+@pytest.mark.parametrize(("filename", "meta", "expected"), [
+    ("Board minutes.md", DRIVE_V3, ("1AbCdEfGhIjK-v3", "0B7xRevHead42",
+                                    datetime(2026, 3, 4, 10, 11, 12, 345000, tzinfo=UTC), "Board minutes")),
+    ("Plan v2.1.docx", DRIVE_V3_GOOGLE_DOC, ("1GoogleDocId", "42", datetime(2026, 2, 1, 8, tzinfo=UTC), "Plan v2.1")),
+    ("Roadmap.txt", DRIVE_V2, ("0Bv2FileId", "0Bv2Rev9", datetime(2025, 12, 31, 23, 59, 59, tzinfo=UTC), "Roadmap")),
+    ("notes.md", RCLONE, ("1RcloneId", "5d41402abc4b2a76b9719d911017c592",
+                          datetime(2026, 3, 4, 9, 11, 12, 123456, tzinfo=UTC), "notes")),
+    ("account.md", CORPUSMEM, ("crm://accounts/42", "v3", datetime(2026, 1, 15, 8, tzinfo=UTC), "Account 42")),
+], ids=["drive-v3", "drive-v3-google-doc", "drive-v2", "rclone-lsjson", "corpusmem"])
+def test_sidecar_shapes_give_identity_revision_time_and_title(filename: str, meta: dict, expected: tuple) -> None:
+    os.utime(write(f"export/{filename}", "x"), (1_700_000_000, 1_700_000_000))
+    write(f"export/{filename}.meta.json", json.dumps(meta))
+    [row] = read(f"export/{filename}", modified_at_from="sidecar", source_kind="gdrive")
+    assert row["outcome"] is None and row["item"] == f"export/{filename}" and row["filename"] == filename
+    assert (row["source_ref"], row["source_version_ref"], row["source_modified_at"], row["title"]) == expected
+    records.to_table([row])
+
+
+def test_a_file_moved_in_the_drive_keeps_its_identity_and_takes_its_new_title() -> None:
+    write("before/q3.md", "same")
+    write("before/q3.md.meta.json", json.dumps({**DRIVE_V3, "name": "q3.md"}))
+    write("after/archive/Q3 review.md", "same")
+    write("after/archive/Q3 review.md.meta.json", json.dumps({**DRIVE_V3, "name": "Q3 review.md"}))
+    [before] = read("before", modified_at_from="sidecar")
+    [after] = read("after", modified_at_from="sidecar")
+    assert before["source_ref"] == after["source_ref"] == "1AbCdEfGhIjK-v3"
+    assert (before["title"], after["title"]) == ("q3", "Q3 review")
+
+
+@pytest.mark.parametrize(("meta", "error"), [
+    ({"id": 12345}, "id in x.md.meta.json must be a non-empty string, got 12345"),
+    ({"ID": ""}, "ID in x.md.meta.json must be a non-empty string, got ''"),
+    ({"id": "1x", "modifiedTime": "2026-03-04T10:11:12"},
+     ("modifiedTime '2026-03-04T10:11:12' in x.md.meta.json is naive: "
+      "it must be timezone-aware UTC (end with Z or +00:00)")),
+    ({"ModTime": "last tuesday"}, "ModTime 'last tuesday' in x.md.meta.json is not an ISO 8601 timestamp"),
+    ({"modifiedDate": 1767225599}, "modifiedDate in x.md.meta.json must be an ISO 8601 string, got 1767225599"),
+    ({"headRevisionId": ["r1"]}, "headRevisionId in x.md.meta.json must be a string or an integer, got ['r1']"),
+    ({"Hashes": {"md5": True}}, "Hashes.md5 in x.md.meta.json must be a string or an integer, got True"),
+])
+def test_bad_drive_sidecar_fails_its_row_naming_the_key_and_the_rest_land(meta: dict, error: str) -> None:
+    write("x.md")
+    write("x.md.meta.json", json.dumps(meta))
+    write("y.md", "y")
+    write("y.md.meta.json", json.dumps(DRIVE_V3))
+    rows = read(".", modified_at_from="sidecar")
+    assert refused(rows) == {"x.md": error}
+    assert landed(rows) == {"y.md": b"y"}
+    assert by_item(rows)["x.md"]["source_ref"] == "x.md"
+
+
+def test_folder_entries_and_missing_sidecars_fall_back_to_path_and_mtime() -> None:
+    for name in ("listed-dir.md", "drive-folder.md", "plain.md"):
+        os.utime(write(f"d/{name}", name), (1_700_000_000, 1_700_000_000))
+    write("d/listed-dir.md.meta.json", json.dumps({**RCLONE, "IsDir": True, "MimeType": "inode/directory"}))
+    write("d/drive-folder.md.meta.json", json.dumps(
+        {**DRIVE_V3, "mimeType": "application/vnd.google-apps.folder"}))
+    rows = read("d", modified_at_from="sidecar")
+    assert refused(rows) == {}
+    assert [(r["source_ref"], r["source_version_ref"], r["source_modified_at"], r["title"]) for r in rows] == [
+        (f"d/{name}", None, datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC), name.removesuffix(".md"))
+        for name in ("drive-folder.md", "listed-dir.md", "plain.md")]
+
+
+def test_drive_sidecars_inside_an_archive() -> None:
+    make_zip("export.zip", [
+        (zipfile.ZipInfo("team/minutes.md", date_time=(2024, 5, 6, 7, 8, 10)), b"m"),
+        ("team/minutes.md.meta.json", json.dumps(DRIVE_V3).encode()),
+        ("team/notes.md", b"n"), ("team/notes.md.meta.json", json.dumps(RCLONE).encode()),
+        (zipfile.ZipInfo("team/plain.md", date_time=(2024, 5, 6, 7, 8, 10)), b"p"),
+        ("team/bad.md", b"b"), ("team/bad.md.meta.json", json.dumps({"id": 7}).encode()),
+    ])
+    write("export.tar.gz", tar_bytes([tar_entry("notes.md", b"n"),
+                                      tar_entry("notes.md.meta.json", json.dumps(RCLONE).encode())]))
+    rows = by_item(read("export.zip", modified_at_from="sidecar"))
+    assert set(rows) == {"export.zip!team/minutes.md", "export.zip!team/notes.md", "export.zip!team/plain.md",
+                         "export.zip!team/bad.md"}
+    minutes, notes, plain = (rows[f"export.zip!team/{n}.md"] for n in ("minutes", "notes", "plain"))
+    assert (minutes["source_ref"], minutes["source_version_ref"], minutes["title"]) == (
+        "1AbCdEfGhIjK-v3", "0B7xRevHead42", "Board minutes")
+    assert minutes["source_modified_at"] == datetime(2026, 3, 4, 10, 11, 12, 345000, tzinfo=UTC)
+    assert notes["source_ref"] == "1RcloneId"
+    assert notes["source_modified_at"] == datetime(2026, 3, 4, 9, 11, 12, 123456, tzinfo=UTC)
+    assert (plain["source_ref"], plain["source_version_ref"]) == ("export.zip!team/plain.md", None)
+    assert plain["source_modified_at"] == datetime(2024, 5, 6, 7, 8, 10, tzinfo=UTC)
+    assert refused(list(rows.values())) == {
+        "export.zip!team/bad.md": "id in export.zip!team/bad.md.meta.json must be a non-empty string, got 7"}
+    [tarred] = read("export.tar.gz", modified_at_from="sidecar")
+    assert (tarred["source_ref"], tarred["source_version_ref"]) == ("1RcloneId", "5d41402abc4b2a76b9719d911017c592")

@@ -1,0 +1,88 @@
+"""Qdrant through `qdrant-client`: a server URL, or a local-mode storage folder.
+
+Records are scrolled with their payloads and never their vectors. The filter and the source
+groups are Qdrant filters, applied by Qdrant.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Sequence
+
+from actors.sources.stores import PAGE, Payload, StoreOptions, StoreUnavailable
+
+
+def is_local(location: str) -> bool:
+    return not re.match(r"^https?://", location)
+
+
+class QdrantReader:
+    def __init__(self, options: StoreOptions):
+        from qdrant_client import QdrantClient, models
+
+        self._models = models
+        location = options.location
+        if location == ":memory:":
+            raise StoreUnavailable("':memory:' is a Qdrant store inside one process; corpusmem reads it from "
+                                   "other processes: give a local storage folder or a server URL")
+        try:
+            if is_local(location):
+                if not os.path.isdir(location):
+                    raise StoreUnavailable(f"no Qdrant local storage folder at {location}")
+                self._client = QdrantClient(path=location)
+            else:
+                self._client = QdrantClient(url=location, api_key=os.environ.get("QDRANT_API_KEY"))
+            self._name = options.collection
+            if not self._client.collection_exists(self._name):
+                names = sorted(c.name for c in self._client.get_collections().collections)
+                self.close()
+                raise StoreUnavailable(f"Qdrant at {location} has no collection {self._name!r} "
+                                       f"(it has: {', '.join(names) or 'none'})")
+        except StoreUnavailable:
+            raise
+        except Exception as err:   # the client's errors differ by transport; all mean "cannot open"
+            raise StoreUnavailable(f"cannot open Qdrant at {location}: {type(err).__name__}: {err}") from None
+        self._must = [self._condition(name, values) for name, values in options.filter]
+
+    def _condition(self, name: str, values: Sequence[object]):
+        m = self._models
+        match = m.MatchValue(value=values[0]) if len(values) == 1 else m.MatchAny(any=list(values))
+        return m.FieldCondition(key=name, match=match)
+
+    def _filter(self, extra=()):
+        must = [*self._must, *extra]
+        return self._models.Filter(must=must) if must else None
+
+    def count(self) -> int:
+        return self._client.count(self._name, count_filter=self._filter(), exact=True).count
+
+    def _scroll(self, scroll_filter, payload) -> Iterator[list[Payload]]:
+        offset = None
+        while True:
+            points, offset = self._client.scroll(self._name, scroll_filter=scroll_filter, limit=PAGE, offset=offset,
+                                                 with_payload=payload, with_vectors=False)
+            if points:
+                yield [(str(p.id), p.payload or {}) for p in points]
+            if offset is None:
+                return
+
+    def sample(self, n: int) -> list[Payload]:
+        points, _ = self._client.scroll(self._name, scroll_filter=self._filter(), limit=n, with_payload=True,
+                                        with_vectors=False)
+        return [(str(p.id), p.payload or {}) for p in points]
+
+    def distinct(self, name: str) -> list[str]:
+        from pipeline.documents.vector_fields import lookup
+
+        found: set[str] = set()
+        for page in self._scroll(self._filter(), self._models.PayloadSelectorInclude(include=[name])):
+            found.update(str(v) for _, p in page if (v := lookup(p, name)) is not None)
+        return sorted(found)
+
+    def scan(self, name: str | None = None, values: Sequence[str] = ()) -> Iterator[list[Payload]]:
+        extra = [self._condition(name, list(values))] if name else []
+        yield from self._scroll(self._filter(extra), True)
+
+    def close(self) -> None:
+        self._client.close()
