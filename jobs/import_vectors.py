@@ -22,6 +22,7 @@ from actors.sources.datasource import Plan, Rebuild, RebuildCounter
 from actors.sources.stores import STORES, StoreOptions, StoreUnavailable, open_reader, parse_filter
 from jobs import import_corpus, runtime
 from jobs.settings import Settings
+from pipeline import records
 from pipeline.documents.rebuild import RebuildTally
 from pipeline.documents.sources import SourceOptions
 from pipeline.documents.vector_fields import ROLES, FieldMap, guess, lookup
@@ -72,6 +73,8 @@ class Prepared:
         import ray
 
         s = self.request.store
+        if self.plan.kind == "sources" and not self.plan.groups:
+            return ray.data.from_arrow(records.to_table([]))
         if s.store in ("parquet", "jsonl"):
             keyed = files.keyed_dataset(s, self.fields.source, import_corpus.TASK_CPUS)
         else:
@@ -127,6 +130,9 @@ def prepare(request: VectorImport, parallelism: int) -> Prepared:
         try:
             sample = reader.sample(_SAMPLE)
             fields = _fields(request, sample)
+            if not sample:   # an empty store (or a filter that keeps nothing): nothing to plan
+                counter = ray.remote(num_cpus=0)(RebuildCounter).remote()
+                return Prepared(request, fields, Plan("sources", sources=0), [], counter)
             # the store can be asked by source only when the field is its own, not inside `_node_content`
             pushdown = bool(fields.source) and any(lookup(p, fields.source) is not None for _, p in sample)
             plan = datasource.plan_reads(s, reader, fields.source or "", pushdown=pushdown, parallelism=parallelism)

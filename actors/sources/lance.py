@@ -47,7 +47,8 @@ class LanceReader:
         return f"{column(name)} IN ({', '.join(literal(v) for v in values)})"
 
     def _query(self, extra=(), columns=None):
-        q = self._table.search().select(columns or self._columns).limit(None)
+        wanted = list(dict.fromkeys([*columns, *([self._id] if self._id else [])])) if columns else self._columns
+        q = self._table.search().select(wanted).limit(None)
         where = " AND ".join(f"({p})" for p in [*self._where, *extra])
         return q.where(where) if where else q
 
