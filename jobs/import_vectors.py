@@ -85,6 +85,11 @@ class Prepared:
             if self.plan.kind != "groupby":
                 return ds
             keyed = ds
+        # A sort-based shuffle runs as plain tasks; the default hash shuffle first starts aggregator
+        # actors, which cost seconds and CPUs a small cluster's pipeline actors already hold.
+        from ray.data.context import ShuffleStrategy
+
+        ray.data.DataContext.get_current().shuffle_strategy = ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
         return keyed.groupby("source").map_groups(
             datasource.rebuild_group, fn_kwargs={"make": self.rebuild(), "counter": self.counter},
             batch_format="pyarrow", num_cpus=import_corpus.TASK_CPUS)
