@@ -173,7 +173,7 @@ def _points(path: Path, recs) -> None:
     from qdrant_client import QdrantClient, models
 
     client = QdrantClient(path=str(path))
-    client.upsert("notes", points=[models.PointStruct(id=int(i), vector=vs._vector(int(i)), payload=p)
+    client.upsert("notes", points=[models.PointStruct(id=int(i), vector=vs.vector(int(i)), payload=p)
                                    for i, p in recs])
     client.close()
 

@@ -38,10 +38,12 @@ PIECE_CHARS = 1000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("what", choices=("import", "facts", "serve", "recall"), help="which benchmark: import "
-                        "(end to end against the corpus's embedding floor), facts (adjudication rate and import "
-                        "time at N and 2N documents), serve (read-API latency under 1 and 8 clients against a bare "
-                        "pgvector query), or recall (LoCoMo evidence recall against retrieval over the raw turns)")
+    parser.add_argument("what", choices=("import", "import-vectors", "facts", "serve", "recall"),
+                        help="which benchmark: import (end to end against the corpus's embedding floor), "
+                        "import-vectors (a Qdrant collection of chunk records against a folder of the same "
+                        "documents), facts (adjudication rate and import time at N and 2N documents), serve "
+                        "(read-API latency under 1 and 8 clients against a bare pgvector query), or recall "
+                        "(LoCoMo evidence recall against retrieval over the raw turns)")
     parser.add_argument("--docs", type=int, default=2000, help="documents in the base corpus (default 2000)")
     parser.add_argument("--no-double", action="store_true",
                         help="skip the 2x run that checks time and driver memory scale")
@@ -51,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (default: a temp dir)")
     bench_serve.add_arguments(parser)
     bench_recall.add_arguments(parser)
+    from jobs.bench import import_vectors as bench_vectors   # it uses `run_child` from here
+
+    bench_vectors.add_arguments(parser)
 
 
 def write_corpus(root: Path, count: int, generator=synthetic.generate) -> None:
@@ -70,11 +75,16 @@ def corpus_pieces(root: Path, chars: int = PIECE_CHARS) -> list[str]:
 
 
 def _import_child(corpus: Path, home: Path, args: argparse.Namespace, dated_by: str = "path") -> dict[str, Any]:
-    """`python -m jobs.import_corpus` in a child process: the seconds until its report says the run
-    is done, the seconds until it exited, and its peak RSS (sampled every 50 ms)."""
+    return run_child(["jobs.import_corpus", str(corpus), "--modified-at-from", dated_by], home, args)
+
+
+def run_child(module_args: list[str], home: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """`python -m MODULE ARGS...` (an import) in a child process on the memory under `home`: the
+    seconds until its report says the run is done, the seconds until it exited, and its peak RSS
+    (sampled every 50 ms)."""
     env = bench_serve.memory_env(home) | {"PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-m", "jobs.import_corpus", str(corpus), "--modified-at-from", dated_by,
-           "--workers", str(args.workers), "--batch-size", str(args.batch_size), "--no-progress"]
+    cmd = [sys.executable, "-m", *module_args, "--workers", str(args.workers), "--batch-size", str(args.batch_size),
+           "--no-progress"]
     started = time.perf_counter()
     child = subprocess.Popen(cmd, env=env, cwd=runtime.PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
     lines: list[str] = []
@@ -294,6 +304,11 @@ def main(args: argparse.Namespace) -> int:
     elif args.what == "recall":
         results = bench_recall.bench(args)
         print(bench_recall.render(results))
+    elif args.what == "import-vectors":
+        from jobs.bench import import_vectors as bench_vectors
+
+        results = bench_vectors.bench(args)
+        print(bench_vectors.render(results))
     elif args.what == "facts":
         results = bench_facts(args)
         print(render_facts(results))
