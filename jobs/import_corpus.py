@@ -376,6 +376,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "<file>.meta.json sidecar (corpusmem's keys, a Google Drive files resource or an "
                              "rclone lsjson entry, whose file id becomes the source_ref; the mtime where it says "
                              "nothing) (default: mtime)")
+    add_run_arguments(parser)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """How a run goes, whatever it reads (`corpusmem import`, `corpusmem import-vectors`)."""
     parser.add_argument("--batch-size", type=int, default=16, metavar="N", help="documents per batch")
     parser.add_argument("--workers", type=int, default=1, metavar="N", help="embedder actors")
     parser.add_argument("--extractor", choices=BACKENDS, default=None,
@@ -384,23 +389,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+def run_options(args: argparse.Namespace, settings: Settings, command: str) -> dict[str, Any]:
+    """The `ImportOptions` fields `add_run_arguments` gives."""
+    if args.batch_size < 1 or args.workers < 1:
+        raise SystemExit(f"corpusmem {command}: --batch-size and --workers must be at least 1")
+    extractor = ExtractorConfig(backend=args.extractor or settings.extractor, llm_model=settings.llm_model,
+                                llm_base_url=settings.llm_base_url)
+    return {"batch_size": args.batch_size, "workers": args.workers, "extractor": extractor,
+            "quiet": not args.verbose, "progress": not args.no_progress}
+
+
 def options_from_args(args: argparse.Namespace, settings: Settings) -> ImportOptions:
     """The options of an import started from the command line (`corpusmem import`, `main`).
 
     Such an import owns its process, so from here on SIGINT and SIGTERM stop it: the run unwinds
     with `shutdown.Interrupted` (its run is recorded as failed; a re-run resumes it), Ray and the
     embedded PostgreSQL are let go, and the process exits with 128 + the signal."""
-    if args.batch_size < 1 or args.workers < 1:
-        raise SystemExit("corpusmem import: --batch-size and --workers must be at least 1")
+    run = run_options(args, settings, "import")
     shutdown.install(interrupt=True)
     source = SourceOptions.from_settings(
         settings, source_kind=args.source_kind, living=args.living, include=tuple(args.include),
         exclude=tuple(args.exclude), modified_at_from=args.modified_at_from)
-    extractor = ExtractorConfig(backend=args.extractor or settings.extractor, llm_model=settings.llm_model,
-                                llm_base_url=settings.llm_base_url)
-    return ImportOptions(paths=tuple(args.paths), source=source, batch_size=args.batch_size,
-                         workers=args.workers, extractor=extractor, quiet=not args.verbose,
-                         progress=not args.no_progress)
+    return ImportOptions(paths=tuple(args.paths), source=source, **run)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -218,8 +218,9 @@ class VectorReport:
         return "\n".join(lines)
 
 
-def run(request: VectorImport, settings: Settings, *, workers: int = 1, batch_size: int = 16,
-        extractor=None, quiet: bool = True, progress: bool = True) -> VectorReport:
+def run(request: VectorImport, settings: Settings, *, quiet: bool = True, **run_args: Any) -> VectorReport:
+    """Import the store `request` names; `run_args` are `ImportOptions` fields (batch size, workers,
+    extractor, progress)."""
     import ray
 
     if request.store.store not in ("parquet", "jsonl"):
@@ -238,8 +239,7 @@ def run(request: VectorImport, settings: Settings, *, workers: int = 1, batch_si
     options = import_corpus.ImportOptions(
         paths=(f"{request.store.store}:{request.store.location}",),
         source=SourceOptions.from_settings(settings, source_kind=request.kind, living=request.living),
-        batch_size=batch_size, workers=workers, extractor=extractor or import_corpus.ExtractorConfig(),
-        quiet=quiet, progress=progress, documents=prepared)
+        quiet=quiet, documents=prepared, **run_args)
     report = import_corpus.run_import(options, settings)
     tally = ray.get(prepared.counter.result.remote())
     deletions = None
@@ -271,17 +271,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", action="store_true",
                         help="open and plan the store, print the fields and what --delete-missing would delete; "
                              "import nothing")
-    parser.add_argument("--batch-size", type=int, default=16, metavar="N", help="documents per batch")
-    parser.add_argument("--workers", type=int, default=1, metavar="N", help="embedder actors")
-    parser.add_argument("--extractor", choices=import_corpus.BACKENDS, default=None,
-                        help="claim extractor (default: CORPUSMEM_EXTRACTOR, else rules)")
-    parser.add_argument("--verbose", action="store_true", help="Ray's own logs and per-operator progress")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    import_corpus.add_run_arguments(parser)
 
 
 def request_from_args(args: argparse.Namespace) -> VectorImport:
-    if args.batch_size < 1 or args.workers < 1:
-        raise SystemExit("corpusmem import-vectors: --batch-size and --workers must be at least 1")
     if args.collection and args.table:
         raise StoreUnavailable("give --collection or --table, not both")
     s = StoreOptions(args.store, args.location, collection=args.collection or args.table,
@@ -298,12 +291,10 @@ def request_from_args(args: argparse.Namespace) -> VectorImport:
 def main_args(args: argparse.Namespace, settings: Settings) -> int:
     from jobs import shutdown
 
+    run_args = import_corpus.run_options(args, settings, "import-vectors")
     request = request_from_args(args)
     shutdown.install(interrupt=True)
-    extractor = import_corpus.ExtractorConfig(backend=args.extractor or settings.extractor,
-                                              llm_model=settings.llm_model, llm_base_url=settings.llm_base_url)
-    report = run(request, settings, workers=args.workers, batch_size=args.batch_size, extractor=extractor,
-                 quiet=not args.verbose, progress=not args.no_progress)
+    report = run(request, settings, **run_args)
     print(report.render())
     return 0 if report.run is None or report.run.status == "succeeded" else 1
 
