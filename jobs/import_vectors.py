@@ -78,7 +78,6 @@ class Prepared:
         if s.store in ("parquet", "jsonl"):
             keyed = files.keyed_dataset(s, self.fields.source, import_corpus.TASK_CPUS)
         else:
-            keyed = None
             ds = ray.data.read_datasource(datasource.VectorStoreDatasource(
                 s, self.fields.source, self.plan, self.rebuild(), self.counter),
                 num_cpus=import_corpus.TASK_CPUS)
@@ -90,9 +89,12 @@ class Prepared:
         from ray.data.context import ShuffleStrategy
 
         ray.data.DataContext.get_current().shuffle_strategy = ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
+        # The shuffle's tasks ask for a whole CPU each and take no other setting, so they cannot
+        # run beside the pipeline's actors on a small cluster: the grouped documents are made
+        # first (held in the object store, spilled to disk when large), then the pipeline starts.
         return keyed.groupby("source").map_groups(
             datasource.rebuild_group, fn_kwargs={"make": self.rebuild(), "counter": self.counter},
-            batch_format="pyarrow", num_cpus=import_corpus.TASK_CPUS)
+            batch_format="pyarrow", num_cpus=import_corpus.TASK_CPUS).materialize()
 
     def record(self) -> dict[str, Any]:
         s = self.request.store
@@ -135,17 +137,16 @@ def prepare(request: VectorImport, parallelism: int) -> Prepared:
         try:
             sample = reader.sample(_SAMPLE)
             fields = _fields(request, sample)
-            if not sample:   # an empty store (or a filter that keeps nothing): nothing to plan
-                counter = ray.remote(num_cpus=0)(RebuildCounter).remote()
-                return Prepared(request, fields, Plan("sources", sources=0), [], counter)
-            # the store can be asked by source only when the field is its own, not inside `_node_content`
-            pushdown = bool(fields.source) and any(lookup(p, fields.source) is not None for _, p in sample)
-            plan = datasource.plan_reads(s, reader, fields.source or "", pushdown=pushdown, parallelism=parallelism)
-            sources = [x for g in plan.groups for x in g] if plan.kind == "sources" else None
+            if not sample:   # an empty store (or a filter that keeps nothing): nothing to read
+                plan, sources = Plan("sources", sources=0), []
+            else:
+                # the store can be asked by source only when the field is its own, not inside `_node_content`
+                pushdown = any(lookup(p, fields.source) is not None for _, p in sample)
+                plan = datasource.plan_reads(s, reader, fields.source, pushdown=pushdown, parallelism=parallelism)
+                sources = [x for g in plan.groups for x in g] if plan.kind == "sources" else None
         finally:
             reader.close()
-    counter = ray.remote(num_cpus=0)(RebuildCounter).remote()
-    return Prepared(request, fields, plan, sources, counter)
+    return Prepared(request, fields, plan, sources, ray.remote(num_cpus=0)(RebuildCounter).remote())
 
 
 def store_sources(prepared: Prepared) -> set[str]:

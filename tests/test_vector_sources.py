@@ -45,14 +45,17 @@ class _Listed:
 
 def test_sources_are_cut_into_groups_of_about_a_few_thousand_records():
     sources = [f"s{i:04d}" for i in range(1000)]
-    plan = datasource.plan_reads(StoreOptions("qdrant", "x", "c"), _Listed(sources, 20_000), "source",
+    plan = datasource.plan_reads(StoreOptions("qdrant", "http://q:6333", "c"), _Listed(sources, 20_000), "source",
                                  pushdown=True, parallelism=4)
     assert plan.kind == "sources" and plan.sources == 1000
     assert [s for g in plan.groups for s in g] == sources          # every source once, in order
     assert {len(g) for g in plan.groups[:-1]} == {200}              # 20 records each: 4,000 per group
     assert "1000 sources listed first, read in 5 groups" in plan.describe()
-    assert datasource.plan_reads(StoreOptions("qdrant", "x", "c"), _Listed(sources, 20_000), "source",
+    assert datasource.plan_reads(StoreOptions("qdrant", "http://q:6333", "c"), _Listed(sources, 20_000), "source",
                                  pushdown=False, parallelism=4).kind == "groupby"
+    # a local Qdrant folder answers filters by scanning every point: read once, grouped by Ray Data
+    assert datasource.plan_reads(StoreOptions("qdrant", "./qdrant_storage", "c"), _Listed(sources, 20_000),
+                                 "source", pushdown=True, parallelism=4).kind == "groupby"
 
 
 def test_lance_predicates_quote_names_and_values():
