@@ -64,7 +64,7 @@ def raw_dataset(options: StoreOptions, cpus: float = 1.0):
             return ray.data.read_text(options.location, num_cpus=cpus)
         schema = ray.data.read_parquet(options.location).schema()
         columns = [n for n, t in zip(schema.names, schema.types) if not is_vector(t)]
-        return ray.data.read_parquet(options.location, columns=columns, num_cpus=cpus)
+        return ray.data.read_parquet(options.location, num_cpus=cpus).select_columns(columns)
     except Exception as err:   # Ray's readers raise several kinds for a missing or unreadable file
         raise StoreUnavailable(f"cannot read {options.store} at {options.location}: "
                                f"{type(err).__name__}: {err}") from None
