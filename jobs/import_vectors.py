@@ -19,7 +19,13 @@ from typing import Any
 
 from actors.sources import datasource, files
 from actors.sources.datasource import Plan, Rebuild, RebuildCounter
-from actors.sources.stores import STORES, StoreOptions, StoreUnavailable, open_reader, parse_filter
+from actors.sources.stores import (
+    STORES,
+    StoreOptions,
+    StoreUnavailable,
+    open_reader,
+    parse_filter,
+)
 from jobs import import_corpus, runtime
 from jobs.settings import Settings
 from pipeline import records

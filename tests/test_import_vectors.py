@@ -11,7 +11,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from actors.sources.stores import StoreOptions, StoreUnavailable, open_reader, parse_filter
+from actors.sources.stores import (
+    StoreOptions,
+    StoreUnavailable,
+    open_reader,
+    parse_filter,
+)
 from jobs import import_vectors
 from jobs.import_vectors import VectorImport
 from pipeline.documents.convert import NoRoute, convert

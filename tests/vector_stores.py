@@ -8,7 +8,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from jobs.bench.vector_corpus import DIM, Record, chunk_records, fill_qdrant, vector, windows  # noqa: F401
+from jobs.bench.vector_corpus import (  # noqa: F401
+    DIM,
+    Record,
+    chunk_records,
+    fill_qdrant,
+    vector,
+    windows,
+)
 
 
 def _flat(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -7,11 +7,10 @@ record's document unless `--text-field` names a metadata key.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator, Sequence
 from urllib.parse import urlparse
 
-from actors.sources.stores import PAGE, Payload, StoreOptions, StoreUnavailable
+from actors.sources.stores import PAGE, Payload, StoreOptions, StoreUnavailable, is_url
 
 TEXT = "document"
 
@@ -22,7 +21,7 @@ class ChromaReader:
 
         location = options.location
         try:
-            if re.match(r"^https?://", location):
+            if is_url(location):
                 url = urlparse(location)
                 self._client = chromadb.HttpClient(host=url.hostname, port=url.port or 8000,
                                                    ssl=url.scheme == "https")

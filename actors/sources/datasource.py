@@ -30,7 +30,7 @@ from ray.data import Datasource
 from ray.data.block import BlockMetadata
 from ray.data.datasource import ReadTask
 
-from actors.sources.stores import PAGE, Payload, StoreOptions, open_reader
+from actors.sources.stores import PAGE, Payload, StoreOptions, is_url, open_reader
 from pipeline import records
 from pipeline.documents.rebuild import RebuildTally, rebuild
 from pipeline.documents.vector_fields import FieldMap, flatten_node, lookup
@@ -110,7 +110,7 @@ def _scans_per_filter(options: StoreOptions) -> bool:
 
 
 def _local_single_client(options: StoreOptions) -> bool:
-    return options.store in _SINGLE_CLIENT and not options.location.startswith(("http://", "https://"))
+    return options.store in _SINGLE_CLIENT and not is_url(options.location)
 
 
 def _report(counter, tally: RebuildTally) -> None:

@@ -16,14 +16,19 @@ from typing import Any
 import pyarrow as pa
 
 from actors.sources.datasource import keyed
-from actors.sources.stores import Payload, StoreOptions, StoreUnavailable, is_vector, matches
-
-_ID_KEYS = ("id", "_id", "uuid", "record_id")
+from actors.sources.stores import (
+    ID_FIELDS,
+    Payload,
+    StoreOptions,
+    StoreUnavailable,
+    is_vector,
+    matches,
+)
 
 
 def record_id(payload: Mapping[str, Any], raw: str) -> str:
     """The record's own id when it has one, else a digest of the record (stable across runs)."""
-    found = next((payload[k] for k in _ID_KEYS if payload.get(k) not in (None, "")), None)
+    found = next((payload[k] for k in ID_FIELDS if payload.get(k) not in (None, "")), None)
     return str(found) if found is not None else "sha1:" + hashlib.sha1(raw.encode("utf-8")).hexdigest()[:12]
 
 

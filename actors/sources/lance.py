@@ -9,9 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from actors.sources.stores import PAGE, Payload, StoreOptions, StoreUnavailable, is_vector
-
-_ID_COLUMNS = ("id", "_id", "uuid", "record_id", "doc_id")
+from actors.sources.stores import (
+    ID_FIELDS,
+    PAGE,
+    Payload,
+    StoreOptions,
+    StoreUnavailable,
+    is_vector,
+)
 
 
 def literal(value: Any) -> str:
@@ -39,7 +44,7 @@ class LanceReader:
             raise StoreUnavailable(f"cannot open LanceDB table {options.collection!r} at {options.location}: "
                                    f"{type(err).__name__}: {err}") from None
         self._columns = [f.name for f in schema if not is_vector(f.type)]
-        self._id = next((c for c in _ID_COLUMNS if c in self._columns), None)
+        self._id = next((c for c in ID_FIELDS if c in self._columns), None)
         self._where = [self._predicate(name, values) for name, values in options.filter]
 
     @staticmethod

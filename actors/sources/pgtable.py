@@ -12,9 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from actors.sources.stores import PAGE, Payload, StoreOptions, StoreUnavailable
+from actors.sources.stores import (
+    ID_FIELDS,
+    PAGE,
+    Payload,
+    StoreOptions,
+    StoreUnavailable,
+)
 
-_ID_COLUMNS = ("id", "uuid", "_id", "record_id", "custom_id")
 _JSON_TYPES = ("json", "jsonb")
 
 
@@ -38,7 +43,7 @@ class TableReader:
             self.close()
             raise StoreUnavailable(f"no table {options.collection!r} in that database")
         self._types = {name: typ for name, typ in found if typ not in ("vector", "halfvec", "sparsevec")}
-        self._id = next((c for c in _ID_COLUMNS if c in self._types), None)
+        self._id = next((c for c in ID_FIELDS if c in self._types), None)
         self._where = [self._predicate(name, values) for name, values in options.filter]
 
     def _expr(self, name: str):

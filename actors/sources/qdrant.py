@@ -7,14 +7,9 @@ groups are Qdrant filters, applied by Qdrant.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator, Sequence
 
-from actors.sources.stores import PAGE, Payload, StoreOptions, StoreUnavailable
-
-
-def is_local(location: str) -> bool:
-    return not re.match(r"^https?://", location)
+from actors.sources.stores import PAGE, Payload, StoreOptions, StoreUnavailable, is_url
 
 
 class QdrantReader:
@@ -27,7 +22,7 @@ class QdrantReader:
             raise StoreUnavailable("':memory:' is a Qdrant store inside one process; corpusmem reads it from "
                                    "other processes: give a local storage folder or a server URL")
         try:
-            if is_local(location):
+            if not is_url(location):
                 if not os.path.isdir(location):
                     raise StoreUnavailable(f"no Qdrant local storage folder at {location}")
                 self._client = QdrantClient(path=location)

@@ -17,6 +17,10 @@ import pyarrow as pa
 
 Payload = tuple[str, Mapping[str, Any]]   # (record id, payload)
 
+# The names a record's own id goes by, first present wins (LangChain's PGVector: `custom_id`); the id
+# only labels the records a report shows.
+ID_FIELDS = ("id", "_id", "uuid", "record_id", "custom_id")
+
 STORES = ("qdrant", "chroma", "lancedb", "pgvector", "parquet", "jsonl")
 # Records per request to a store: big enough that the round trips do not dominate, small
 # enough that a page of payloads stays a few megabytes.
@@ -64,6 +68,11 @@ def parse_filter(text: str | None) -> tuple[tuple[str, tuple[Any, ...]], ...]:
             raise StoreUnavailable(f"--filter {name!r}: give a string, number or boolean, or a list of them")
         out.append((name, values))
     return tuple(out)
+
+
+def is_url(location: str) -> bool:
+    """A server (`http(s)://…`), as opposed to a local folder or file."""
+    return location.startswith(("http://", "https://"))
 
 
 def is_vector(t: pa.DataType) -> bool:
