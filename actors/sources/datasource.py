@@ -8,9 +8,8 @@ A store is read in one of three plans, chosen by what it lets a reader ask for:
 - `hash`: read task i of n asks for the records whose source hashes to i, in source order
   (a PostgreSQL table), and rebuilds each source once its last record has passed.
 - `groupby`: the store cannot be asked by source (Parquet and JSONL files, or a source field
-  that lives only inside LlamaIndex's `_node_content`), or only at a full scan per question
-  (Qdrant's local mode): records are read as they lie and Ray Data's groupby brings each
-  source's records together.
+  that lives only inside LlamaIndex's `_node_content`): records are read as they lie and Ray
+  Data's groupby brings each source's records together.
 
 Read tasks build their client from `StoreOptions` and add what they counted to a
 `RebuildCounter` actor, which the driver reads once the pipeline has drained.
@@ -90,7 +89,7 @@ class RebuildCounter:
 
 def plan_reads(options: StoreOptions, reader, source_field: str, *, pushdown: bool, parallelism: int) -> Plan:
     """The plan for a store whose reader is open in the driver."""
-    if not pushdown or _scans_per_filter(options):
+    if not pushdown:
         return Plan("groupby")
     if hasattr(reader, "partition"):
         return Plan("hash", parts=max(1, parallelism), sources=len(reader.distinct(source_field)))
@@ -100,13 +99,6 @@ def plan_reads(options: StoreOptions, reader, source_field: str, *, pushdown: bo
     size = max(1, int(_GROUP_RECORDS / max(per_source, 1.0)))
     groups = tuple(tuple(sources[i:i + size]) for i in range(0, len(sources), size))
     return Plan("sources", groups=groups, sources=len(sources))
-
-
-def _scans_per_filter(options: StoreOptions) -> bool:
-    """Qdrant's local mode answers a filter by testing every point in Python, so asking for each
-    group of sources would scan the collection once per group (quadratic: 1.55x the folder import
-    at 52,000 records, 2.43x at 104,000). One scan and a groupby is linear."""
-    return options.store == "qdrant" and _local_single_client(options)
 
 
 def _local_single_client(options: StoreOptions) -> bool:
