@@ -23,6 +23,7 @@ import psycopg
 import pyarrow as pa
 from pgvector.psycopg import register_vector
 
+from actors import metrics
 from actors.object_store import ObjectStore
 from pipeline import records
 from sql.write import ingest as ingest_sql
@@ -200,7 +201,9 @@ class Write:
                     records.fail(row, "write", describe(err))
                     with_retries(self._retry, partial(self._land, [row]), self._link.after)
         records.share_seconds(rows, "write", time.perf_counter() - started)
-        return report_table(rows)
+        report = report_table(rows)
+        _count_landed(report)
+        return report
 
     def _land_retrying(self, rows: list[dict]) -> None:
         active = [r["version_id"] for r in rows if records.is_active(r)]
@@ -248,6 +251,19 @@ REPORT_SCHEMA = pa.schema([
     ("ledger_rows", pa.int64()),
     *[(f"s_{stage}", pa.float64()) for stage in records.STAGES],
 ])
+
+
+def _count_landed(report: pa.Table) -> None:
+    """Every row of a run reaches this stage, failed or not: a row counts at each stage it spent
+    time in, with the outcome it ended with."""
+    for r in report.to_pylist():
+        for stage in records.STAGES:
+            if r[f"s_{stage}"]:
+                metrics.inc("corpusmem_documents_total", stage=stage, outcome=r["outcome"])
+        metrics.inc("corpusmem_chunks_total", r["chunks"])
+        metrics.inc("corpusmem_claims_total", r["claims"], stage="extract")
+        if r["outcome"] == records.FAILED:
+            metrics.inc("corpusmem_failures_total", stage=r["error_stage"] or "unknown", reason=metrics.reason(r["error"]))
 
 
 def report_table(rows: list[dict]) -> pa.Table:

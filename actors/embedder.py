@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from actors import metrics
 from pipeline import records
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -149,9 +150,12 @@ class Embed:
                     self._want(todo, texts, claim, claim["claim_text"], row, "claim_vectors_computed")
         if todo:
             keys = list(todo)
+            encode_started = time.perf_counter()
             vectors = self._model.encode([texts[k] for k in keys], batch_size=self._batch_size,
                                          convert_to_numpy=True, normalize_embeddings=True,
                                          show_progress_bar=False)
+            metrics.observe("corpusmem_embed_batch_size", len(keys))
+            metrics.observe("corpusmem_embed_batch_seconds", time.perf_counter() - encode_started)
             for key, vector in zip(keys, vectors):
                 blob = vector.astype("<f4").tobytes()
                 self._cache.put(key, blob)

@@ -15,6 +15,7 @@ from typing import Literal
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
+from actors import metrics
 from pipeline import records
 from pipeline.claims import extract as claims
 from pipeline.claims.claimify_rules import claimify_rules
@@ -90,6 +91,10 @@ class Extract:
                 records.fail(row, "extract", f"{type(err).__name__}: {err}")
             costs = []
         cost_rows = [claims.cost_row(c) for c in costs]
+        if active:
+            backend = type(self._extractor).__name__
+            metrics.observe("corpusmem_extract_batch_size", len(active), extractor=backend)
+            metrics.observe("corpusmem_extract_batch_seconds", time.perf_counter() - started, extractor=backend)
         if active and cost_rows:
             # One batch of calls served several versions; the batch's cost rides on its first row.
             active[0]["costs"] = cost_rows

@@ -30,6 +30,7 @@ from typing import Any
 import psycopg
 from pgvector.psycopg import register_vector
 
+from actors import metrics
 from actors.db_writer import GaveUp, Link, RetryPolicy, with_retries
 from actors.extractor import ExtractorConfig, ExtractorUnavailable
 from pipeline.facts import adjudication, names, normalize, resolution
@@ -212,6 +213,8 @@ class AdjudicatorShard:
             if incoming or skipped:
                 facts_store.write(conn, anchor_id, state.writes, [a.assertion_id for a in incoming], skipped,
                                   self._run_id)
+        for d in state.writes.decisions:
+            metrics.inc("corpusmem_facts_total", decision=d.kind)
         return len(facts), len(incoming), len(state.writes.decisions)
 
 

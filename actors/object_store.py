@@ -30,6 +30,12 @@ class ObjectStore:
         self._root = self._root.rstrip("/")
         self.uri = uri
 
+    @property
+    def shared(self) -> bool:
+        """Whether every machine sees the same objects: a URI (`s3://`, `gs://`, or `file://` for
+        a folder every node mounts) rather than a plain local path."""
+        return "://" in self.uri
+
     def _path(self, key: str) -> str:
         return f"{self._root}/{key}"
 
@@ -43,8 +49,9 @@ class ObjectStore:
         if self.exists(key):
             return digest, key
         path = self._path(key)
-        self._fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
         if self._local:
+            # an object store has no folders: on S3 this would cost four requests per object
+            self._fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
             # write-then-rename, so a crash never leaves a torn object under a valid key
             tmp = f"{path}.{uuid.uuid4().hex}.tmp"
             with self._fs.open_output_stream(tmp) as out:

@@ -1,4 +1,5 @@
-"""The `corpusmem` command: import, import-vectors, status, retry, claims, why-not, facts, delete, serve, demo, bench."""
+"""The `corpusmem` command: import, import-vectors, status, retry, claims, why-not, facts, delete, serve, db,
+demo, sql, bench."""
 
 from __future__ import annotations
 
@@ -77,6 +78,12 @@ def _demo(args: argparse.Namespace) -> int:
     return demo.main(runtime.settings())
 
 
+def _db(args: argparse.Namespace) -> int:
+    from jobs import db
+
+    return db.main(runtime.settings(), args)
+
+
 def _sql(args: argparse.Namespace) -> int:
     from jobs import sql_cli
 
@@ -143,6 +150,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve_cmd.add_arguments(p)
     p.set_defaults(func=_serve)
+
+    p = sub.add_parser("db", help="the embedded PostgreSQL as a server for a cluster: db serve")
+    from jobs import db
+
+    db.add_arguments(p)
+    p.set_defaults(func=_db)
 
     p = sub.add_parser("demo", help="import the example corpus and show what the memory holds")
     p.set_defaults(func=_demo)

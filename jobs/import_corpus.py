@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from tqdm import tqdm
 
+from actors import metrics
 from actors.db_writer import Ingest, LoadQueued, RetryPolicy, Write
 from actors.embedder import Embed, ModelNotFound, model_dimension
 from actors.extractor import (
@@ -105,6 +106,8 @@ class RunReport:
     status: str = "running"
     facts: "facts.FactsReport | None" = None
     facts_left_to: list[str] = field(default_factory=list)   # runs whose facts phase covers this one's
+    ray_job: dict[str, str | None] = field(default_factory=dict)   # `runtime.job_info`
+    nodes: dict[str, dict[str, int]] = field(default_factory=dict)  # `runtime.placements`
 
     def add(self, row: dict[str, Any]) -> None:
         self.seen += 1
@@ -144,7 +147,7 @@ class RunReport:
                 "failures": self.failures, "parked": self.parked,
                 "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
                 "wall_seconds": round(self.wall_seconds, 3),
-                "pipeline_seconds": round(self.pipeline_seconds, 3)}
+                "pipeline_seconds": round(self.pipeline_seconds, 3), "ray_job": self.ray_job, "nodes": self.nodes}
 
     def render(self) -> str:
         c = self.counts
@@ -176,7 +179,22 @@ class RunReport:
         if self.facts_left_to:
             lines.append("  facts            left to run(s) " + ", ".join(self.facts_left_to)
                          + ", whose pipeline was still running")
+        lines += self._render_ray()
         return "\n".join(lines)
+
+    def _render_ray(self) -> list[str]:
+        j = self.ray_job
+        if not j.get("job_id"):
+            return []
+        line = f"  ray job          {j['job_id']}"
+        if j.get("submission_id"):
+            line += f" (submission {j['submission_id']}" + (f", {j['job_name']!r}" if j.get("job_name") else "") + ")"
+        if j.get("dashboard"):
+            line += f", dashboard {j['dashboard']}"
+        lines = [line]
+        for node, ran in sorted(self.nodes.items()):
+            lines.append(f"    node {node}: " + ", ".join(f"{name} x{n}" for name, n in sorted(ran.items())))
+        return lines
 
 
 def _source_items(options: ImportOptions) -> list[dict[str, Any]]:
@@ -200,10 +218,8 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
 
     `llm` replaces the `vllm` pass's processors (tests drive the pass with a stand-in engine)."""
     started = time.perf_counter()
-    resources = runtime.init_ray(quiet=options.quiet)
-    if runtime.alive_nodes() > 1 and not settings.dsn:
-        raise store.StoreError("a multi-node Ray cluster needs a shared PostgreSQL: set CORPUSMEM_DSN "
-                               "(the embedded server listens on a local socket only)")
+    resources = runtime.init_ray(quiet=options.quiet, job_name=job_name(options))
+    runtime.check_shared(settings)
     model = runtime.embedding_model(settings, store.resolve_dsn(settings), gpu=resources.get("GPU", 0) >= 1)
     if llm is None and options.extractor.backend == "vllm":
         from jobs import extract_llm
@@ -251,6 +267,8 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
                     report.add(row)
                 bar.update(batch.num_rows)
                 bar.set_postfix(chunks=report.chunks, failed=report.outcomes[records.FAILED], refresh=False)
+                metrics.set_gauge("corpusmem_items_in_flight", max(0, (bar.total or 0) - bar.n), run_id=run_id)
+            metrics.set_gauge("corpusmem_items_in_flight", 0, run_id=run_id)
         if llm is not None:
             from jobs import extract_llm
 
@@ -269,6 +287,8 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
                 store.ensure_vector_indexes(owner)
         report.status = "succeeded"
     finally:
+        report.ray_job = runtime.job_info()
+        report.nodes = runtime.placements()
         if bar is not None:
             bar.close()
         report.pipeline_seconds = time.perf_counter() - pipeline_started
@@ -282,6 +302,12 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
         finally:
             owner.close()
     return report
+
+
+def job_name(options: ImportOptions) -> str:
+    """The job's name in the dashboard: what was imported."""
+    what = " ".join(options.paths) if options.queued is None else "queued versions"
+    return f"corpusmem import {what}"[:200]
 
 
 def retry_policy(settings: Settings) -> RetryPolicy:

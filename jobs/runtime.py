@@ -53,9 +53,16 @@ def embedding_model(settings: Settings, dsn: str | None, *, gpu: bool = False):
     return resolve_model(settings.embedding_model, execution, settings.model_cache)
 
 
-def init_ray(*, num_cpus: int | None = None, quiet: bool = True) -> dict[str, float]:
+# What `ray job submit` hands its entrypoint: the job's metadata, with its submission id and name.
+_SUBMITTED_JOB = "RAY_JOB_CONFIG_JSON_ENV_VAR"
+_dashboard_url: str | None = None
+
+
+def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str | None = None) -> dict[str, float]:
     """Connect to `RAY_ADDRESS` (shipping this project as the job's working dir) or start Ray
-    locally; return the cluster's resources."""
+    locally, naming the job `job_name` in the dashboard's Jobs table (a job from `ray job submit`
+    keeps the name it was submitted with); return the cluster's resources."""
+    global _dashboard_url
     import ray
 
     if quiet:
@@ -63,19 +70,79 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True) -> dict[str, fl
         os.environ.setdefault("RAY_DATA_LOG_LEVEL", "ERROR")
     if not ray.is_initialized():
         address = os.environ.get("RAY_ADDRESS") or None
+        submitted = _SUBMITTED_JOB in os.environ or bool(os.environ.get("RAY_JOB_ID"))
         runtime_env = None
-        if address and not os.environ.get("RAY_JOB_ID"):
+        if address and not submitted:
             # A client outside the cluster: ship the packages so workers import the same code.
             runtime_env = {"working_dir": str(PROJECT_ROOT),
-                           "excludes": [".venv", ".corpusmem", ".git", "examples", "bench-*"]}
-        ray.init(address=address, num_cpus=None if address else num_cpus,
-                 runtime_env=runtime_env, log_to_driver=not quiet, include_dashboard=None,
-                 configure_logging=True, logging_level=logging.ERROR if quiet else logging.INFO)
+                           "excludes": [".venv", ".corpusmem", ".git", "examples", "bench-*", "notebooks"]}
+        job_config = None
+        if job_name and not submitted:
+            job_config = ray.job_config.JobConfig(metadata={"job_name": job_name})
+        context = ray.init(address=address, num_cpus=None if address else num_cpus,
+                           runtime_env=runtime_env, job_config=job_config, log_to_driver=not quiet,
+                           include_dashboard=None, configure_logging=True,
+                           logging_level=logging.ERROR if quiet else logging.INFO)
+        _dashboard_url = context.dashboard_url or None
         shutdown.keep_signals()
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = not quiet
     ctx.print_on_execution_start = not quiet
     return ray.cluster_resources()
+
+
+def job_info() -> dict[str, str | None]:
+    """The Ray job this process drives: its id, the submission id and name `ray job submit` gave
+    it (if it was submitted), and the dashboard's address (if this process started or found one)."""
+    import json
+
+    import ray
+
+    metadata = {}
+    if _SUBMITTED_JOB in os.environ:
+        try:
+            metadata = json.loads(os.environ[_SUBMITTED_JOB]).get("metadata") or {}
+        except ValueError:
+            metadata = {}
+    job_id = ray.get_runtime_context().get_job_id() if ray.is_initialized() else None
+    dashboard = _dashboard_url
+    if dashboard and "://" not in dashboard:
+        dashboard = f"http://{dashboard}"
+    return {"job_id": job_id, "submission_id": metadata.get("job_submission_id"),
+            "job_name": metadata.get("job_name"), "dashboard": dashboard}
+
+
+def placements() -> dict[str, dict[str, int]]:
+    """Which node ran what in this job: "address (node id)" → Ray Data operator (its actors and tasks) →
+    how many. From Ray's state API; empty where it is unavailable (no dashboard)."""
+    import re
+
+    import ray
+
+    try:
+        from ray.util.state import list_actors, list_tasks
+
+        job_id = ray.get_runtime_context().get_job_id()
+        address = {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes()}
+        filters = [("job_id", "=", job_id)]
+        seen = [(a.node_id, a.class_name) for a in list_actors(filters=filters, limit=10_000, raise_on_missing_output=False)]
+        seen += [(t.node_id, t.name) for t in list_tasks(filters=filters, limit=10_000, raise_on_missing_output=False)]
+    except Exception as err:   # the state API needs the dashboard; its absence only loses this line
+        _log.debug("no placements: %s", err)
+        return {}
+    out: dict[str, dict[str, int]] = {}
+    for node_id, name in seen:
+        if not node_id or not name:
+            continue
+        # "MapWorker(MapBatches(Embed))" → "Embed"; "ReadRange->MapBatches(read)" → "read"
+        inner = re.findall(r"\(([^()]+)\)", name)
+        label = inner[-1] if inner else name.split("->")[-1]
+        if label.startswith("_") or label in ("MapWorker", "DatasetStats", "AutoscalingRequester"):
+            continue
+        # nodes of one machine share an address: the node id tells them apart
+        per = out.setdefault(f"{address.get(node_id, '?')} ({node_id[:8]})", {})
+        per[label] = per.get(label, 0) + 1
+    return out
 
 
 def started_ray() -> bool:
@@ -99,3 +166,20 @@ def alive_nodes() -> int:
     import ray
 
     return sum(1 for node in ray.nodes() if node.get("Alive"))
+
+
+def check_shared(settings: Settings) -> None:
+    """On a cluster of several nodes, every node must reach the same authority and objects."""
+    from actors.object_store import ObjectStore
+    from sql.store.authority import StoreError
+
+    nodes = alive_nodes()
+    if nodes <= 1:
+        return
+    if not settings.dsn:
+        raise StoreError(f"a Ray cluster of {nodes} nodes needs a shared PostgreSQL: set CORPUSMEM_DSN (the "
+                         "embedded server listens on a local socket only; `corpusmem db serve` serves it on TCP)")
+    if not ObjectStore(settings.object_store_uri).shared:
+        raise StoreError(f"a Ray cluster of {nodes} nodes needs a shared object store: set CORPUSMEM_OBJECT_STORE "
+                         f"to s3://bucket/prefix or gs://… (or file:///… for a folder every node mounts); "
+                         f"{settings.object_store_uri} is on this machine only")

@@ -27,6 +27,7 @@ def start(settings: Settings, host: str, port: int) -> str:
     from sql.write import reconcile
 
     resources = runtime.init_ray(quiet=True)
+    runtime.check_shared(settings)
     model = runtime.embedding_model(settings, store.resolve_dsn(settings), gpu=resources.get("GPU", 0) >= 1)
     authority = store.open_store(settings, embedding_model=model.pin, embedding_dim=model_dimension(model),
                                  build_revision=runtime.build_revision())

@@ -27,6 +27,9 @@ SETTINGS: tuple[Setting, ...] = (
             "Folder for the embedded PostgreSQL (`pg/`) and the default object store (`objects/`)."),
     Setting("CORPUSMEM_DSN", "dsn", None,
             "PostgreSQL connection string. Unset: start the embedded PostgreSQL in `$CORPUSMEM_HOME/pg`."),
+    Setting("CORPUSMEM_DB_PASSWORD", "db_password", None,
+            "`corpusmem db serve`: the password of its TCP listener. Unset: generated once, kept in "
+            "`$CORPUSMEM_HOME/db-password`."),
     Setting("CORPUSMEM_OBJECT_STORE", "object_store", None,
             "Where original bytes and converted Markdown go: a folder or any `pyarrow.fs` URI "
             "(`s3://bucket/prefix`). Unset: `$CORPUSMEM_HOME/objects`."),
@@ -98,6 +101,7 @@ class Settings(BaseModel):
 
     home: Path = Field(description="CORPUSMEM_HOME")
     dsn: str | None = Field(default=None, description="CORPUSMEM_DSN")
+    db_password: str | None = Field(default=None, description="CORPUSMEM_DB_PASSWORD")
     object_store: str | None = Field(default=None, description="CORPUSMEM_OBJECT_STORE")
     embedding_model: str = Field(description="CORPUSMEM_EMBEDDING_MODEL")
     embedding_execution: str = Field(pattern="^(auto|torch|onnx|onnx-int8)$",

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from actors.object_store import ObjectStore
-from serve import admission, auth, graph, operations, reads
+from serve import admission, auth, graph, metrics, operations, reads
 from serve import models as m
 from serve.ingest import ingest as ingest_version
 from serve.query_routes import query_router
@@ -165,6 +165,8 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
     # Registered first, so it runs inside the credential check: refusals there count against nothing.
     app.middleware("http")(admission.middleware(deployment.limits))
     app.middleware("http")(auth.middleware(dict(deployment.credentials)))
+    # Registered last, so it runs outermost: refused requests are counted too.
+    app.middleware("http")(metrics.middleware())
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, error: RequestValidationError) -> JSONResponse:

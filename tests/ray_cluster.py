@@ -1,0 +1,51 @@
+"""A Ray cluster of a head and one worker node on this machine, one CPU each, for the multi-node
+tests: `python -m tests.ray_cluster` prints the cluster's address and the nodes' metrics export
+ports as one JSON line, then obeys `remove-worker`, `add-worker` and `quit` lines on stdin.
+
+It runs in its own process because a test session's process already drives the session's
+local Ray, and one process drives one Ray."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+
+from ray.cluster_utils import Cluster
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main() -> None:
+    ports = {"head": free_port()}
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 1, "metrics_export_port": ports["head"], "include_dashboard": True,
+        "dashboard_port": free_port()})
+
+    def add_worker():
+        ports["worker"] = free_port()
+        node = cluster.add_node(num_cpus=1, metrics_export_port=ports["worker"])
+        cluster.wait_for_nodes()
+        return node
+
+    worker = add_worker()
+    print(json.dumps({"address": cluster.address, "metrics_ports": ports}), flush=True)
+    for line in sys.stdin:
+        command = line.strip()
+        if command == "remove-worker" and worker is not None:
+            cluster.remove_node(worker, allow_graceful=False)
+            worker = None
+        elif command == "add-worker" and worker is None:
+            worker = add_worker()
+        elif command == "quit":
+            break
+        print(json.dumps({"done": command, "metrics_ports": ports}), flush=True)
+    cluster.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,204 @@
+"""corpusmem on a Ray cluster of two nodes on this machine (`tests/ray_cluster.py`): the authority
+from `corpusmem db serve`, the objects in an S3-compatible server (moto's, over HTTP), imports
+that end with the rows of a single-node import, a worker node lost in the middle of one, and
+corpusmem's metrics on the nodes' export ports."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import defaultdict
+from pathlib import Path
+
+import psycopg
+import pyarrow.fs as pafs
+import pytest
+
+from jobs.runtime import PROJECT_ROOT
+from sql.store import embedded
+
+pytestmark = pytest.mark.integration
+
+CORPUSMEM = [sys.executable, "-m", "jobs.cli"]
+AWS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+       "AWS_EC2_METADATA_DISABLED": "true"}
+# What two imports of the same corpus must agree on, row for row (ids are content-derived).
+SAME_ROWS = {
+    "documents": "SELECT doc_id, source_ref FROM documents ORDER BY 1",
+    "versions": "SELECT version_id, content_sha256, status FROM versions ORDER BY 1",
+    "chunks": "SELECT version_id, ord, char_start, char_end, text_hash FROM chunks ORDER BY 1, 2",
+    "claims": "SELECT version_id, char_start, char_end, claim_text FROM claims ORDER BY 1, 2, 3, 4",
+    "facts": "SELECT kind, label, valid_from::text, valid_until::text FROM facts ORDER BY 1, 2, 3, 4",
+}
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CORPUSMEM_", "RAY_"))}
+    return {**env, **AWS, "PYTHONPATH": str(PROJECT_ROOT), **extra}
+
+
+@pytest.fixture(scope="module")
+def s3_store() -> str:
+    """An S3-compatible server with a bucket; the URI prefix of that bucket."""
+    from moto.server import ThreadedMotoServer
+
+    os.environ.update(AWS)   # this process reads the bucket too
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    fs = pafs.S3FileSystem(endpoint_override=f"http://{host}:{port}", region="us-east-1",
+                           allow_bucket_creation=True)
+    fs.create_dir("corpusmem")
+    yield f"s3://corpusmem/{{prefix}}?endpoint_override=http://{host}:{port}&region=us-east-1"
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory) -> str:
+    """`corpusmem db serve` on a free port: its DSN, from its first line of output."""
+    home = tmp_path_factory.mktemp("served-home")
+    from tests.ray_cluster import free_port
+
+    proc = subprocess.Popen([*CORPUSMEM, "db", "serve", "--host", "127.0.0.1", "--port", str(free_port())],
+                            env=_env(CORPUSMEM_HOME=str(home)), cwd=PROJECT_ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline().strip()
+    assert first.startswith("CORPUSMEM_DSN=postgresql://postgres:"), (first, proc.stderr.read() if proc.poll() else "")
+    yield first.split("=", 1)[1]
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 0
+
+
+class RayCluster:
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.ray_cluster"], env=_env(), cwd=PROJECT_ROOT,
+                                     text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        hello = json.loads(self.proc.stdout.readline())
+        self.address, self.metrics_ports = hello["address"], hello["metrics_ports"]
+
+    def command(self, line: str) -> None:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        self.metrics_ports = json.loads(self.proc.stdout.readline())["metrics_ports"]
+
+    def close(self) -> None:
+        self.proc.stdin.write("quit\n")
+        self.proc.stdin.close()
+        self.proc.wait(60)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> RayCluster:
+    c = RayCluster()
+    yield c
+    c.close()
+
+
+def _database(served: str, name: str) -> str:
+    embedded.ensure_database(served, name)
+    return psycopg.conninfo.make_conninfo(served, dbname=name)
+
+
+def _import(cluster: RayCluster, dsn: str, store: str, corpus: Path, **popen) -> subprocess.Popen:
+    return subprocess.Popen(
+        [*CORPUSMEM, "import", str(corpus), "--modified-at-from", "path", "--no-progress", "--batch-size", "4"],
+        env=_env(RAY_ADDRESS=cluster.address, CORPUSMEM_DSN=dsn, CORPUSMEM_OBJECT_STORE=store,
+                 CORPUSMEM_HOME=str(popen.pop("home"))),
+        cwd=PROJECT_ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
+
+
+def _rows(dsn: str) -> dict[str, list[tuple]]:
+    with psycopg.connect(dsn) as conn:
+        return {name: conn.execute(q).fetchall() for name, q in SAME_ROWS.items()}
+
+
+def _scrape(ports: dict[str, int]) -> dict[str, dict[str, float]]:
+    """corpusmem's series on each node's metrics export port: node → series (with labels) → value."""
+    out: dict[str, dict[str, float]] = {}
+    for node, port in ports.items():
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        out[node] = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                     if line.startswith("ray_corpusmem_")}
+    return out
+
+
+def _total(scraped: dict[str, dict[str, float]], name: str, **labels: str) -> float:
+    return sum(v for series in scraped.values() for k, v in series.items()
+               if k.split("{")[0] == name and all(f'{l}="{v2}"' in k for l, v2 in labels.items()))
+
+
+def test_two_nodes_import_into_the_served_authority_and_s3_the_rows_of_one_node(
+        cluster, served, s3_store, example_memory, example_corpus, tmp_path):
+    dsn = _database(served, "cluster_import")
+    store = s3_store.format(prefix="objects")
+    proc = _import(cluster, dsn, store, example_corpus, home=tmp_path)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    assert "documents seen   11" in out and "failed           0" in out
+    # the report names the job and says which node ran what; both nodes ran part of it
+    assert re.search(r"ray job +\w+", out), out
+    nodes = re.findall(r"^    node (\S+ \(\w+\)): (.*)$", out, re.M)
+    assert len(nodes) == 2, out
+
+    ours, single = _rows(dsn), _rows(example_memory.dsn)
+    for table in SAME_ROWS:
+        assert ours[table] == single[table], table
+    assert len(ours["claims"]) > 20 and len(ours["facts"]) > 5
+
+    # every object is in the bucket, none on this machine
+    fs, root = pafs.FileSystem.from_uri(store)
+    objects = [f.path for f in fs.get_file_info(pafs.FileSelector(root, recursive=True)) if f.type == pafs.FileType.File]
+    with psycopg.connect(dsn) as conn:
+        keys = {k for (k,) in conn.execute("SELECT object_key FROM content_objects")}
+    assert keys and {f"{root}/{k}" for k in keys} <= set(objects)
+    assert any("/md/" in p for p in objects)
+
+    # corpusmem's own metrics, exported by the nodes (Ray's exporter adds its `ray_` namespace);
+    # a node's agent exports what its workers recorded every few seconds
+    deadline, scraped = time.monotonic() + 60, {}
+    while time.monotonic() < deadline:
+        scraped = _scrape(cluster.metrics_ports)
+        if _total(scraped, "ray_corpusmem_documents_total", stage="write") >= 11 and \
+                _total(scraped, "ray_corpusmem_facts_total") > 0:
+            break
+        time.sleep(2)
+    assert _total(scraped, "ray_corpusmem_documents_total", stage="write") == 11, scraped
+    assert _total(scraped, "ray_corpusmem_chunks_total") == len(ours["chunks"])
+    assert _total(scraped, "ray_corpusmem_claims_total") == len(ours["claims"])
+    assert _total(scraped, "ray_corpusmem_facts_total") >= len(ours["facts"])
+    assert _total(scraped, "ray_corpusmem_embed_batch_size_count") > 0
+    assert _total(scraped, "ray_corpusmem_embed_batch_seconds_sum") > 0
+    assert _total(scraped, "ray_corpusmem_extract_batch_size_sum") >= 11
+    assert all(series for series in scraped.values()), "a node exported none of corpusmem's metrics"
+
+
+def test_a_worker_node_lost_mid_import_loses_and_duplicates_nothing(
+        cluster, served, s3_store, example_memory, example_corpus, tmp_path):
+    dsn = _database(served, "cluster_node_lost")
+    store = s3_store.format(prefix="node-lost")
+    proc = _import(cluster, dsn, store, example_corpus, home=tmp_path)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        with psycopg.connect(dsn) as conn:
+            started = conn.execute("SELECT to_regclass('versions') IS NOT NULL").fetchone()[0] and \
+                conn.execute("SELECT count(*) FROM versions").fetchone()[0] >= 2
+        if started:
+            break
+        time.sleep(0.5)
+    assert proc.poll() is None, "the import ended before the node could be removed"
+    cluster.command("remove-worker")
+    out, err = proc.communicate(timeout=600)
+    cluster.command("add-worker")
+    if proc.returncode != 0 or "failed           0" not in out:
+        # the run may fail with its node; a re-run resumes it
+        again = _import(cluster, dsn, store, example_corpus, home=tmp_path)
+        out, err = again.communicate(timeout=600)
+        assert again.returncode == 0, err[-3000:]
+    assert _rows(dsn) == _rows(example_memory.dsn)
