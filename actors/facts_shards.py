@@ -214,7 +214,7 @@ class AdjudicatorShard:
                 facts_store.write(conn, anchor_id, state.writes, [a.assertion_id for a in incoming], skipped,
                                   self._run_id)
         for d in state.writes.decisions:
-            metrics.inc("corpusmem_facts_total", decision=d.kind)
+            metrics.inc("corpusmem_facts_total", decision=d.outcome)
         return len(facts), len(incoming), len(state.writes.decisions)
 
 

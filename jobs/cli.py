@@ -1,5 +1,5 @@
 """The `corpusmem` command: import, import-vectors, status, retry, claims, why-not, facts, delete, serve, db,
-demo, sql, bench."""
+report, demo, sql, bench."""
 
 from __future__ import annotations
 
@@ -84,6 +84,12 @@ def _db(args: argparse.Namespace) -> int:
     return db.main(runtime.settings(), args)
 
 
+def _report(args: argparse.Namespace) -> int:
+    from jobs import report
+
+    return report.main(runtime.settings(), args)
+
+
 def _sql(args: argparse.Namespace) -> int:
     from jobs import sql_cli
 
@@ -156,6 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     db.add_arguments(p)
     p.set_defaults(func=_db)
+
+    p = sub.add_parser("report", help="an import run and the memory it left: text, or --html FILE with plots")
+    from jobs import report
+
+    report.add_arguments(p)
+    p.set_defaults(func=_report)
 
     p = sub.add_parser("demo", help="import the example corpus and show what the memory holds")
     p.set_defaults(func=_demo)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import sys
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -65,9 +66,6 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str |
     global _dashboard_url
     import ray
 
-    if quiet:
-        # Ray Data reconfigures its loggers when a dataset first runs; this is the knob it reads.
-        os.environ.setdefault("RAY_DATA_LOG_LEVEL", "ERROR")
     if not ray.is_initialized():
         address = os.environ.get("RAY_ADDRESS") or None
         submitted = _SUBMITTED_JOB in os.environ or bool(os.environ.get("RAY_JOB_ID"))
@@ -85,10 +83,27 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str |
                            logging_level=logging.ERROR if quiet else logging.INFO)
         _dashboard_url = context.dashboard_url or None
         shutdown.keep_signals()
+        if quiet:
+            logs = Path(context.address_info.get("session_dir") or "/tmp/ray/session_latest") / "logs"
+            print(f"ray: logs in {logs} (--verbose shows them here)", file=sys.stderr, flush=True)
+    if quiet:
+        quiet_console()
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = not quiet
     ctx.print_on_execution_start = not quiet
     return ray.cluster_resources()
+
+
+def quiet_console() -> None:
+    """Ray Data's and Serve's messages stay in their log files (`ray-data.log`, `serve/`), off the
+    console, where the progress bar, warnings and the report go: their loggers keep every level,
+    their console handlers show only errors."""
+    import ray.data  # noqa: F401  (its import sets up its loggers and their handlers)
+
+    for name in ("ray.data", "ray.serve"):
+        for handler in logging.getLogger(name).handlers:
+            if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler):
+                handler.setLevel(logging.ERROR)
 
 
 def job_info() -> dict[str, str | None]:

@@ -66,7 +66,7 @@ def main(settings: Settings, args: argparse.Namespace) -> int:
         if deployment is None:
             print("corpusmem sql: this memory has no deployment yet (import something first)", file=sys.stderr)
             return REFUSED
-        runner_args = _runner_args(settings, dsn, str(deployment[0]))
+        sandbox = runner_args(settings, dsn, str(deployment[0]))
         params = [parameter(p) for p in args.param]
         if args.saved:
             namespace, _, name = args.saved.partition(".")
@@ -75,9 +75,9 @@ def main(settings: Settings, args: argparse.Namespace) -> int:
             except saved_queries.SavedQueryError as err:
                 print(f"refused: {err.code}: {err.message}", file=sys.stderr)
                 return REFUSED
-            result = _run(runner_args, saved["sql"], params, args.max_rows, saved_queries.saved_query_ref(saved))
+            result = run_statement(sandbox, saved["sql"], params, args.max_rows, saved_queries.saved_query_ref(saved))
         elif args.statement:
-            result = _run(runner_args, args.statement, params, args.max_rows, None)
+            result = run_statement(sandbox, args.statement, params, args.max_rows, None)
         else:
             print("corpusmem sql: give a statement, --saved NAME, --space or revalidate", file=sys.stderr)
             return REFUSED
@@ -88,7 +88,7 @@ def main(settings: Settings, args: argparse.Namespace) -> int:
     return 0 if result["termination_reason"] == "completed" else REFUSED
 
 
-def _runner_args(settings: Settings, dsn: str, deployment_id: str) -> tuple[str, str, Any]:
+def runner_args(settings: Settings, dsn: str, deployment_id: str) -> tuple[str, str, Any]:
     def embed(text: str) -> list[float]:
         return _model(settings, dsn).encode([text], normalize_embeddings=True,
                                             show_progress_bar=False)[0].tolist()
@@ -103,7 +103,7 @@ def _model(settings: Settings, dsn: str) -> Any:
     return load_model(runtime.embedding_model(settings, dsn), "cpu")
 
 
-def _run(runner_args: tuple[str, str, Any], sql: str, params: list[Any], max_rows: int | None,
+def run_statement(runner_args: tuple[str, str, Any], sql: str, params: list[Any], max_rows: int | None,
          saved: dict[str, str] | None) -> dict[str, Any]:
     from sql.query_space.query_runner import Caps, QueryRunner
 
