@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # The CPU build of torch; an unpinned torch pulls a multi-GB CUDA build.
 TORCH_CPU ?= torch==2.13.0
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench notebooks clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,11 @@ test: install
 
 bench: install
 	$(VENV)/bin/corpusmem bench import
+
+# JupyterLab on notebooks/ (each opens CORPUSMEM_DSN / CORPUSMEM_HOME, or the example memory)
+notebooks: install
+	$(PY) -m pip install --quiet -e ".[notebooks]"
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
 
 clean:
 	rm -rf $(VENV) .corpusmem
