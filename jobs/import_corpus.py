@@ -187,8 +187,10 @@ class RunReport:
         if not j.get("job_id"):
             return []
         line = f"  ray job          {j['job_id']}"
-        if j.get("submission_id"):
-            line += f" (submission {j['submission_id']}" + (f", {j['job_name']!r}" if j.get("job_name") else "") + ")"
+        named = [f"submission {j['submission_id']}"] if j.get("submission_id") else []
+        named += [repr(j["job_name"])] if j.get("job_name") else []
+        if named:
+            line += f" ({', '.join(named)})"
         if j.get("dashboard"):
             line += f", dashboard {j['dashboard']}"
         lines = [line]
@@ -288,7 +290,7 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
         report.status = "succeeded"
     finally:
         report.ray_job = runtime.job_info()
-        report.nodes = runtime.placements()
+        report.nodes = runtime.placements(since=time.time() - (time.perf_counter() - started))
         if bar is not None:
             bar.close()
         report.pipeline_seconds = time.perf_counter() - pipeline_started

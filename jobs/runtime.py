@@ -57,13 +57,14 @@ def embedding_model(settings: Settings, dsn: str | None, *, gpu: bool = False):
 # What `ray job submit` hands its entrypoint: the job's metadata, with its submission id and name.
 _SUBMITTED_JOB = "RAY_JOB_CONFIG_JSON_ENV_VAR"
 _dashboard_url: str | None = None
+_job_name: str | None = None   # the name this process gave its job
 
 
 def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str | None = None) -> dict[str, float]:
     """Connect to `RAY_ADDRESS` (shipping this project as the job's working dir) or start Ray
     locally, naming the job `job_name` in the dashboard's Jobs table (a job from `ray job submit`
     keeps the name it was submitted with); return the cluster's resources."""
-    global _dashboard_url
+    global _dashboard_url, _job_name
     import ray
 
     if not ray.is_initialized():
@@ -77,6 +78,7 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str |
         job_config = None
         if job_name and not submitted:
             job_config = ray.job_config.JobConfig(metadata={"job_name": job_name})
+            _job_name = job_name
         context = ray.init(address=address, num_cpus=None if address else num_cpus,
                            runtime_env=runtime_env, job_config=job_config, log_to_driver=not quiet,
                            include_dashboard=None, configure_logging=True,
@@ -124,38 +126,39 @@ def job_info() -> dict[str, str | None]:
     if dashboard and "://" not in dashboard:
         dashboard = f"http://{dashboard}"
     return {"job_id": job_id, "submission_id": metadata.get("job_submission_id"),
-            "job_name": metadata.get("job_name"), "dashboard": dashboard}
+            "job_name": metadata.get("job_name") or _job_name, "dashboard": dashboard}
 
 
-def placements() -> dict[str, dict[str, int]]:
-    """Which node ran what in this job: "address (node id)" → Ray Data operator (its actors and tasks) →
-    how many. From Ray's state API; empty where it is unavailable (no dashboard)."""
+def placements(since: float) -> dict[str, dict[str, int]]:
+    """Which node ran what of this job since `since` (epoch seconds): "address (node id)" → Ray
+    Data operator (its actors and tasks) → how many. Asked only of a cluster of several nodes
+    (on one, everything ran on it); from Ray's state API, and empty where it is unavailable."""
     import re
 
     import ray
 
+    if alive_nodes() <= 1:
+        return {}
     try:
-        from ray.util.state import list_actors, list_tasks
+        from ray.util.state import list_tasks
 
-        job_id = ray.get_runtime_context().get_job_id()
         address = {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes()}
-        filters = [("job_id", "=", job_id)]
-        seen = [(a.node_id, a.class_name) for a in list_actors(filters=filters, limit=10_000, raise_on_missing_output=False)]
-        seen += [(t.node_id, t.name) for t in list_tasks(filters=filters, limit=10_000, raise_on_missing_output=False)]
-    except Exception as err:   # the state API needs the dashboard; its absence only loses this line
+        tasks = list_tasks(filters=[("job_id", "=", ray.get_runtime_context().get_job_id())], limit=10_000,
+                           detail=True, raise_on_missing_output=False)
+    except Exception as err:   # the state API needs the dashboard; its absence only loses these lines
         _log.debug("no placements: %s", err)
         return {}
     out: dict[str, dict[str, int]] = {}
-    for node_id, name in seen:
-        if not node_id or not name:
+    for t in tasks:
+        if not t.node_id or not t.name or (t.creation_time_ms or 0) < since * 1000:
             continue
-        # "MapWorker(MapBatches(Embed))" → "Embed"; "ReadRange->MapBatches(read)" → "read"
-        inner = re.findall(r"\(([^()]+)\)", name)
-        label = inner[-1] if inner else name.split("->")[-1]
-        if label.startswith("_") or label in ("MapWorker", "DatasetStats", "AutoscalingRequester"):
+        # "MapWorker(MapBatches(Embed)).__init__" → "Embed"; "ReadRange->MapBatches(read)" → "read"
+        inner = re.findall(r"\(([^()]+)\)", t.name)
+        label = inner[-1] if inner else t.name.split("->")[-1].split(".")[0]
+        if label.startswith("_"):
             continue
         # nodes of one machine share an address: the node id tells them apart
-        per = out.setdefault(f"{address.get(node_id, '?')} ({node_id[:8]})", {})
+        per = out.setdefault(f"{address.get(t.node_id, '?')} ({t.node_id[:8]})", {})
         per[label] = per.get(label, 0) + 1
     return out
 

@@ -1,6 +1,6 @@
 """A Ray cluster of a head and one worker node on this machine, one CPU each, for the multi-node
-tests: `python -m tests.ray_cluster` prints the cluster's address and the nodes' metrics export
-ports as one JSON line, then obeys `remove-worker`, `add-worker` and `quit` lines on stdin.
+tests: `python -m tests.ray_cluster` prints the cluster's address, the nodes' metrics export
+ports and the dashboard's address as one JSON line, then obeys `remove-worker`, `add-worker` and `quit` lines on stdin.
 
 It runs in its own process because a test session's process already drives the session's
 local Ray, and one process drives one Ray."""
@@ -21,10 +21,10 @@ def free_port() -> int:
 
 
 def main() -> None:
-    ports = {"head": free_port()}
+    ports, dashboard = {"head": free_port()}, free_port()
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 1, "metrics_export_port": ports["head"], "include_dashboard": True,
-        "dashboard_port": free_port()})
+        "dashboard_port": dashboard})
 
     def add_worker():
         ports["worker"] = free_port()
@@ -33,7 +33,8 @@ def main() -> None:
         return node
 
     worker = add_worker()
-    print(json.dumps({"address": cluster.address, "metrics_ports": ports}), flush=True)
+    print(json.dumps({"address": cluster.address, "metrics_ports": ports,
+                      "dashboard": f"http://127.0.0.1:{dashboard}"}), flush=True)
     for line in sys.stdin:
         command = line.strip()
         if command == "remove-worker" and worker is not None:

