@@ -35,7 +35,7 @@ def test_db_serve_prints_a_dsn_that_needs_its_password_and_stops_cleanly(tmp_pat
         dsn = first.split("=", 1)[1]
         with psycopg.connect(dsn) as conn:
             assert conn.execute("SELECT current_database(), inet_server_port()").fetchone() == ("corpusmem", port)
-            assert conn.execute("SELECT extname FROM pg_available_extensions WHERE extname = 'vector'").fetchone()
+            assert conn.execute("SELECT name FROM pg_available_extensions WHERE name = 'vector'").fetchone()
         wrong = psycopg.conninfo.make_conninfo(dsn, password="not-the-password")
         with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
             psycopg.connect(wrong)
