@@ -73,7 +73,7 @@ class ImportOptions:
     batch_size: int = 16
     workers: int = 1
     extractor: ExtractorConfig = ExtractorConfig()
-    quiet: bool = False
+    quiet: bool = True   # Ray's own logs to its files only (`--verbose` shows them)
     progress: bool = True
     # versions taken from the queue (`POST /ingest`, `retry`), processed in place of reading and
     # ingesting `paths`: the run claims those still waiting for an owner
