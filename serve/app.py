@@ -166,7 +166,7 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
     app.middleware("http")(admission.middleware(deployment.limits))
     app.middleware("http")(auth.middleware(dict(deployment.credentials)))
     # Registered last, so it runs outermost: refused requests are counted too.
-    app.middleware("http")(metrics.middleware())
+    app.middleware("http")(metrics.middleware(OPERATION_NAMES))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, error: RequestValidationError) -> JSONResponse:

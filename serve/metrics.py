@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from functools import cache
+from collections.abc import Collection
 from typing import Any
 
 from fastapi import Request
@@ -23,18 +24,21 @@ def _metrics() -> tuple[Any, Any]:
                               boundaries=_SECONDS, tag_keys=("operation",)))
 
 
-def operation(request: Request) -> str:
+def operation(request: Request, known: Collection[str]) -> str:
     """`/operations/{name}` by the operation's name, every other route by its path template (so
-    `/documents/{doc_id}` is one series, not one per document); unknown paths as `unmatched`."""
+    `/documents/{doc_id}` is one series, not one per document); unknown paths as `unmatched`,
+    an unknown operation's name as `unknown_operation` (a caller's words are never a series)."""
     route = request.scope.get("route")
     if route is None:
         return "unmatched"
     if route.path == "/operations/{name}":
-        return request.path_params.get("name", route.path)
+        name = request.path_params.get("name")
+        return name if name in known else "unknown_operation"
     return f"{request.method} {route.path}"
 
 
-def middleware():
+def middleware(operations: Collection[str]):
+    """`operations`: the names `/operations/{name}` serves."""
     import ray
 
     async def measure(request: Request, call_next):
@@ -42,7 +46,7 @@ def middleware():
         response = await call_next(request)
         if ray.is_initialized():
             requests, latency = _metrics()
-            op = operation(request)
+            op = operation(request, operations)
             requests.inc(tags={"operation": op, "status": str(response.status_code)})
             latency.observe(time.perf_counter() - started, tags={"operation": op})
         return response

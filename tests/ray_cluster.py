@@ -22,13 +22,16 @@ def free_port() -> int:
 
 def main() -> None:
     ports, dashboard = {"head": free_port()}, free_port()
+    # Every node's agent gets a port of its own: the default one may be held by another Ray on
+    # this machine (a test session's), and a head without its agent takes no job submissions.
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 1, "metrics_export_port": ports["head"], "include_dashboard": True,
-        "dashboard_port": dashboard})
+        "dashboard_port": dashboard, "dashboard_agent_listen_port": free_port()})
 
     def add_worker():
         ports["worker"] = free_port()
-        node = cluster.add_node(num_cpus=1, metrics_export_port=ports["worker"])
+        node = cluster.add_node(num_cpus=1, metrics_export_port=ports["worker"],
+                                dashboard_agent_listen_port=free_port())
         cluster.wait_for_nodes()
         return node
 

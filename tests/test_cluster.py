@@ -96,7 +96,9 @@ class RayCluster:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> RayCluster:
+def cluster(ray_local) -> RayCluster:
+    # after the session's own Ray: a `ray.init()` without an address joins the latest cluster
+    # started on this machine, which would otherwise be this one
     c = RayCluster()
     yield c
     c.close()
@@ -134,6 +136,31 @@ def _scrape(ports: dict[str, int]) -> dict[str, dict[str, float]]:
 def _total(scraped: dict[str, dict[str, float]], name: str, **labels: str) -> float:
     return sum(v for series in scraped.values() for k, v in series.items()
                if k.split("{")[0] == name and all(f'{l}="{v2}"' in k for l, v2 in labels.items()))
+
+
+def test_a_submitted_job_keeps_its_name_and_reports_its_submission_id(cluster):
+    from ray.job_submission import JobStatus, JobSubmissionClient
+
+    client = JobSubmissionClient(cluster.dashboard)
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            submission = client.submit_job(
+                entrypoint=f"{sys.executable} -c 'from jobs import runtime; runtime.init_ray(job_name=\"ignored\"); "
+                           "print(runtime.job_info())'",
+                runtime_env={"working_dir": str(PROJECT_ROOT), "excludes": [".venv", ".git", ".corpusmem", "examples"]},
+                metadata={"job_name": "corpusmem import s3://bucket/notes"})
+            break
+        except RuntimeError as err:   # the head's job agent registers a few seconds after its node
+            assert "No available agent" in str(err) and time.monotonic() < deadline, err
+            time.sleep(2)
+    while client.get_job_status(submission) not in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED):
+        assert time.monotonic() < deadline, client.get_job_logs(submission)
+        time.sleep(1)
+    logs = client.get_job_logs(submission)
+    assert client.get_job_status(submission) == JobStatus.SUCCEEDED, logs
+    assert f"'submission_id': '{submission}'" in logs and "'job_name': 'corpusmem import s3://bucket/notes'" in logs
+    assert client.get_job_info(submission).metadata["job_name"] == "corpusmem import s3://bucket/notes"
 
 
 def test_two_nodes_import_into_the_served_authority_and_s3_the_rows_of_one_node(
@@ -229,6 +256,18 @@ def test_the_read_api_on_the_cluster_serves_the_shared_authority_and_counts_its_
         proc.wait(60)
 
 
+def test_a_cluster_refuses_a_local_object_store_and_the_embedded_database(cluster, served, example_corpus, tmp_path):
+    local = _import(cluster, served, str(tmp_path / "objects"), example_corpus, home=tmp_path)
+    out, err = local.communicate(timeout=300)
+    assert local.returncode == 2 and "needs a shared object store" in err and str(tmp_path / "objects") in err
+    env = _env(RAY_ADDRESS=cluster.address, CORPUSMEM_HOME=str(tmp_path))
+    embedded_db = subprocess.run([*CORPUSMEM, "import", str(example_corpus), "--no-progress"], env=env,
+                                 cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    assert embedded_db.returncode == 2 and "needs a shared PostgreSQL" in embedded_db.stderr
+    assert "corpusmem db serve" in embedded_db.stderr
+    assert not (tmp_path / "objects").exists()
+
+
 def test_a_worker_node_lost_mid_import_loses_and_duplicates_nothing(
         cluster, served, s3_store, example_memory, example_corpus, tmp_path):
     dsn = _database(served, "cluster_node_lost")
@@ -252,28 +291,3 @@ def test_a_worker_node_lost_mid_import_loses_and_duplicates_nothing(
         out, err = again.communicate(timeout=600)
         assert again.returncode == 0, err[-3000:]
     assert _rows(dsn) == _rows(example_memory.dsn)
-
-
-def test_a_submitted_job_keeps_its_name_and_reports_its_submission_id(cluster):
-    from ray.job_submission import JobStatus, JobSubmissionClient
-
-    client = JobSubmissionClient(cluster.dashboard)
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            submission = client.submit_job(
-                entrypoint=f"{sys.executable} -c 'from jobs import runtime; runtime.init_ray(job_name=\"ignored\"); "
-                           "print(runtime.job_info())'",
-                runtime_env={"working_dir": str(PROJECT_ROOT), "excludes": [".venv", ".git", ".corpusmem", "examples"]},
-                metadata={"job_name": "corpusmem import s3://bucket/notes"})
-            break
-        except RuntimeError as err:   # the head's job agent registers a few seconds after its node
-            assert "No available agent" in str(err) and time.monotonic() < deadline, err
-            time.sleep(2)
-    while client.get_job_status(submission) not in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED):
-        assert time.monotonic() < deadline, client.get_job_logs(submission)
-        time.sleep(1)
-    logs = client.get_job_logs(submission)
-    assert client.get_job_status(submission) == JobStatus.SUCCEEDED, logs
-    assert f"'submission_id': '{submission}'" in logs and "'job_name': 'corpusmem import s3://bucket/notes'" in logs
-    assert client.get_job_info(submission).metadata["job_name"] == "corpusmem import s3://bucket/notes"
