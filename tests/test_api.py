@@ -58,6 +58,21 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_until_serving(url: str, server: subprocess.Popen, log: Path, timeout_s: float = 300) -> None:
+    """Until `corpusmem serve` at `url` answers `/healthz`; fails with its log's tail if it exits
+    or takes longer than `timeout_s`."""
+    deadline = time.time() + timeout_s
+    while True:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if server.poll() is not None or time.time() > deadline:
+            pytest.fail(f"corpusmem serve did not come up:\n{log.read_text()[-3000:]}")
+        time.sleep(1)
+
+
 @pytest.fixture(scope="session")
 def served(pg_admin_dsn, example_import, ray_local, tmp_path_factory):
     """`corpusmem serve` on a copy of the imported example corpus, one server for the session's API
@@ -74,16 +89,7 @@ def served(pg_admin_dsn, example_import, ray_local, tmp_path_factory):
                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 300
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if server.poll() is not None or time.time() > deadline:
-                pytest.fail(f"corpusmem serve did not come up:\n{(tmp_path / 'serve.log').read_text()[-3000:]}")
-            time.sleep(1)
+        wait_until_serving(url, server, tmp_path / "serve.log")
         yield url
     finally:
         os.killpg(server.pid, 15)

@@ -218,6 +218,7 @@ def test_the_read_api_on_the_cluster_serves_the_shared_authority_and_counts_its_
     import httpx
 
     from tests.ray_cluster import free_port
+    from tests.test_api import wait_until_serving
 
     dsn = _database(served, "cluster_import")   # the memory the two-node import made
     port = free_port()
@@ -227,15 +228,7 @@ def test_the_read_api_on_the_cluster_serves_the_shared_authority_and_counts_its_
                             stdout=subprocess.DEVNULL, stderr=open(tmp_path / "serve.log", "w"), start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 240
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()[-3000:]
-            time.sleep(1)
+        wait_until_serving(url, proc, tmp_path / "serve.log", timeout_s=240)
         answer = httpx.post(f"{url}/operations/facts_context", json={"query": "billing migration"}, timeout=60)
         assert answer.status_code == 200 and answer.json()["facts"]
         assert httpx.get(f"{url}/documents", timeout=60).status_code == 200
