@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from actors.metrics import reason
 from jobs import runtime
 from jobs.settings import Settings
 from pipeline.facts import names
@@ -109,7 +110,7 @@ class Memory:
     def failures(self, run_id: str | None = None) -> pd.DataFrame:
         """Failed items with their stage, reason (the error's first part) and error."""
         frame = self._frame(q.failures, run_id)
-        frame.insert(3, "reason", frame["error"].map(_reason) if len(frame) else pd.Series(dtype=str))
+        frame.insert(3, "reason", frame["error"].map(reason) if len(frame) else pd.Series(dtype=str))
         return frame
 
     def failure_reasons(self, run_id: str | None = None) -> pd.DataFrame:
@@ -177,7 +178,7 @@ class Memory:
         `superseded`: a later fact closed its window (an `update` decision)."""
         entity_id, _ = self.entity(name_or_id)
         now = now or datetime.now(timezone.utc)
-        f = self._frame(q.entity_facts, [entity_id], now)
+        f = self._frame(q.entity_facts, [entity_id])
         f["status"] = pd.Series([_status(r, now) for r in f.itertuples()], dtype=object)
         f["superseded"] = f["updated_at"].notna()
         return f
@@ -232,12 +233,13 @@ class Memory:
         from sql.query_space import query_manifest, saved_queries
         from sql.store import authority as store
 
-        namespace, _, short = name.partition(".")
+        from jobs import sql_cli
+
         with store.connect(self.dsn, autocommit=True) as conn:
             surface = query_manifest.manifest_hash()
             saved_queries.seed(conn, surface)
             try:
-                found = saved_queries.runnable(conn, namespace, short, None, surface)
+                found = sql_cli.find_saved(conn, name, None, surface)
             except saved_queries.SavedQueryError as err:
                 raise QueryRefused(err.code, err.message) from None
         return self._query_frame(self._run(found["sql"], list(params), max_rows, saved_queries.saved_query_ref(found)))
@@ -247,11 +249,10 @@ class Memory:
         from sql.store import authority as store
 
         with store.connect(self.dsn, autocommit=True) as conn:
-            deployment = conn.execute("SELECT deployment_id FROM deployment").fetchone()
-        if deployment is None:
-            raise QueryRefused("no_deployment", "this memory has no deployment yet (import something first)")
-        return sql_cli.run_statement(sql_cli.runner_args(self.settings, self.dsn, str(deployment[0])),
-                                     statement, params, max_rows, saved)
+            sandbox = sql_cli.sandbox_for(self.settings, self.dsn, conn)
+        if sandbox is None:
+            raise QueryRefused("no_deployment", sql_cli.NO_DEPLOYMENT)
+        return sql_cli.run_statement(sandbox, statement, params, max_rows, saved)
 
     @staticmethod
     def _query_frame(result: dict) -> pd.DataFrame:
@@ -264,12 +265,6 @@ class QueryRefused(RuntimeError):
     def __init__(self, code: str, message: str):
         super().__init__(f"{code}: {message}")
         self.code = code
-
-
-def _reason(error: str | None) -> str:
-    from actors.metrics import reason
-
-    return reason(error)
 
 
 def _is_uuid(text: str) -> bool:

@@ -40,7 +40,6 @@ def main(settings: Settings, args: argparse.Namespace) -> int:
             if server.process.poll() is not None:
                 print(f"corpusmem: PostgreSQL exited with status {server.process.returncode} "
                       f"(log: {settings.pg_dir / 'log-served'})", file=sys.stderr)
-                server.stop()
                 return 1
     finally:
         server.stop()

@@ -219,7 +219,7 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
     """Import `options.paths` into the memory named by `settings`; return the run report.
 
     `llm` replaces the `vllm` pass's processors (tests drive the pass with a stand-in engine)."""
-    started = time.perf_counter()
+    started, started_at = time.perf_counter(), time.time()
     resources = runtime.init_ray(quiet=options.quiet, job_name=job_name(options))
     runtime.check_shared(settings)
     model = runtime.embedding_model(settings, store.resolve_dsn(settings), gpu=resources.get("GPU", 0) >= 1)
@@ -290,7 +290,7 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
         report.status = "succeeded"
     finally:
         report.ray_job = runtime.job_info()
-        report.nodes = runtime.placements(since=time.time() - (time.perf_counter() - started))
+        report.nodes = runtime.placements(since=started_at)
         if bar is not None:
             bar.close()
         report.pipeline_seconds = time.perf_counter() - pipeline_started

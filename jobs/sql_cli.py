@@ -51,7 +51,6 @@ def main(settings: Settings, args: argparse.Namespace) -> int:
     dsn = store.resolve_dsn(settings)
     with store.connect(dsn, autocommit=True) as conn:
         store.migrate(conn)
-        deployment = conn.execute("SELECT deployment_id FROM deployment").fetchone()
         surface_hash = query_manifest.manifest_hash()
         saved_queries.seed(conn, surface_hash)
         if args.space:
@@ -63,15 +62,14 @@ def main(settings: Settings, args: argparse.Namespace) -> int:
                 print(f"{name}: {status}")
             print(f"{len(outcome)} saved query version(s) revalidated against {surface_hash[:16]}")
             return REFUSED if "broken" in outcome.values() else 0
-        if deployment is None:
-            print("corpusmem sql: this memory has no deployment yet (import something first)", file=sys.stderr)
+        sandbox = sandbox_for(settings, dsn, conn)
+        if sandbox is None:
+            print(f"corpusmem sql: {NO_DEPLOYMENT}", file=sys.stderr)
             return REFUSED
-        sandbox = runner_args(settings, dsn, str(deployment[0]))
         params = [parameter(p) for p in args.param]
         if args.saved:
-            namespace, _, name = args.saved.partition(".")
             try:
-                saved = saved_queries.runnable(conn, namespace, name, args.version, surface_hash)
+                saved = find_saved(conn, args.saved, args.version, surface_hash)
             except saved_queries.SavedQueryError as err:
                 print(f"refused: {err.code}: {err.message}", file=sys.stderr)
                 return REFUSED
@@ -86,6 +84,23 @@ def main(settings: Settings, args: argparse.Namespace) -> int:
     else:
         print(render(result))
     return 0 if result["termination_reason"] == "completed" else REFUSED
+
+
+NO_DEPLOYMENT = "this memory has no deployment yet (import something first)"
+
+
+def sandbox_for(settings: Settings, dsn: str, conn) -> tuple[str, str, Any] | None:
+    """The query runner's arguments for the memory at `dsn` (None: it has no deployment yet)."""
+    deployment = conn.execute("SELECT deployment_id FROM deployment").fetchone()
+    return None if deployment is None else runner_args(settings, dsn, str(deployment[0]))
+
+
+def find_saved(conn, name: str, version: int | None, surface_hash: str) -> dict[str, Any]:
+    """The runnable saved query `namespace.name` (raises `saved_queries.SavedQueryError`)."""
+    from sql.query_space import saved_queries
+
+    namespace, _, short = name.partition(".")
+    return saved_queries.runnable(conn, namespace, short, version, surface_hash)
 
 
 def runner_args(settings: Settings, dsn: str, deployment_id: str) -> tuple[str, str, Any]:

@@ -103,7 +103,7 @@ def entities_by_id(conn: psycopg.Connection, entity_ids: list[str]) -> Result:
         FROM memory_v1.entities_current e WHERE e.entity_id = ANY(%(ids)s::uuid[])""", {"ids": entity_ids})
 
 
-def entity_facts(conn: psycopg.Connection, entity_ids: list[str], evaluated_at: datetime) -> Result:
+def entity_facts(conn: psycopg.Connection, entity_ids: list[str]) -> Result:
     """Every visible fact about these entities, held now or not, with what became of it."""
     return _query(conn, """
         SELECT f.fact_id::text, f.fact_kind AS kind, f.fact_label AS label, f.predicate,
