@@ -8,13 +8,14 @@ takes the vectors as arguments).
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 CATEGORIES = (1, 2, 3, 4)
@@ -64,6 +65,7 @@ class Question:
     text: str
     category: int
     evidence: tuple[str, ...]   # gold turn ids
+    answer: str = ""
 
 
 def session_time(text: str) -> datetime:
@@ -84,7 +86,7 @@ def read_conversation(path: Path) -> tuple[list[Session], list[Question]]:
                            t["text"] + (f" [shares a photo: {t['blip_caption']}]" if t.get("blip_caption") else ""),
                            said_at) for t in data[f"session_{number}"])
         sessions.append(Session(conversation, number, said_at, speakers, turns))
-    questions = [Question(conversation, q["question"], q["category"], tuple(q["evidence"]))
+    questions = [Question(conversation, q["question"], q["category"], tuple(q["evidence"]), str(q.get("answer", "")))
                  for q in data["qa"] if q.get("category") in CATEGORIES and q.get("evidence")]
     return sessions, questions
 
@@ -135,6 +137,174 @@ def hit(items: Sequence[str], gold: Sequence[Turn]) -> bool:
             if own[:MATCH_PREFIX] in mine or mine[:MATCH_PREFIX] in own:
                 return True
     return False
+
+
+# --- answer containment ---------------------------------------------------------------------
+# Does the context already hold the gold answer? Applied alike to every method, claims counted by
+# their claim_text. Dates are compared as dates at the precision the answer names; a relative
+# answer ("the week before 9 June 2023") is held by a context naming its anchor day or a day of
+# the period it means; any other answer by its content words.
+
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_YEAR = r"(1[89]\d\d|20\d\d)"
+_DAY_MONTH_YEAR = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?[\W_]{0,2}([A-Za-z]{3,})\.?,?\s*" + _YEAR + r"\b")
+_MONTH_DAY_YEAR = re.compile(r"\b([A-Za-z]{3,})\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+" + _YEAR + r"\b")
+_MONTH_YEAR = re.compile(r"\b([A-Za-z]{3,})[.,]?\s*" + _YEAR + r"\b")
+_ISO_DAY = re.compile(r"\b" + _YEAR + r"-(\d{2})-(\d{2})")
+_ISO_MONTH = re.compile(r"\b" + _YEAR + r"-(\d{2})\b(?!-)")
+_BARE_YEAR = re.compile(r"\b" + _YEAR + r"\b")
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_RELATIVE = re.compile(r"\b(day|week|weekend|" + "|".join(_WEEKDAYS) + r")\s+(before|after|of)\b", re.IGNORECASE)
+# What a relative answer's period is, in days around its anchor (start, end inclusive): a week
+# "before" reaches back to the Monday of the previous ISO week.
+_PERIODS = {("day", "before"): (-1, -1), ("day", "after"): (1, 1), ("week", "before"): (-13, -1),
+            ("week", "after"): (1, 13), ("weekend", "before"): (-8, -1), ("weekend", "after"): (1, 8),
+            ("weekend", "of"): (-3, 3), ("week", "of"): (-6, 6)}
+_STOPWORDS = frozenset("""a an the and or of in on at to for from by with as is are was were be been it its his
+her their he she they them him i me my we our you your this that these those there some any about also
+into onto over after before during while than then so not no yes do does did has have had""".split())
+_NUMBER_WORDS = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
+                 "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "once": "1",
+                 "twice": "2"}
+# the share of an answer's content words the context must hold (all of one or two, 2 of 3, ...)
+CONTENT_SHARE = 2 / 3
+
+
+def _month(word: str) -> int | None:
+    """A month from its name, its abbreviation or a misspelling of it ("Janury"): first 3 letters."""
+    prefix = word[:3].lower()
+    return _MONTHS.index(prefix) + 1 if prefix in _MONTHS else None
+
+
+def _day(year: str, month: int | None, day: str) -> date | None:
+    try:
+        return date(int(year), month, int(day)) if month else None
+    except ValueError:
+        return None
+
+
+def named_dates(text: str) -> tuple[set[date], set[tuple[int, int]], set[int]]:
+    """(days, (year, month)s, years) a text names, each at the precision it is written with."""
+    days: set[date] = set()
+    months: set[tuple[int, int]] = set()
+    rest = text
+    for pattern, order in ((_ISO_DAY, "ymd"), (_DAY_MONTH_YEAR, "dmy"), (_MONTH_DAY_YEAR, "mdy")):
+        for m in pattern.finditer(rest):
+            if order == "ymd":
+                y, mo, d = m[1], int(m[2]), m[3]
+            elif order == "dmy":
+                y, mo, d = m[3], _month(m[2]), m[1]
+            else:
+                y, mo, d = m[3], _month(m[1]), m[2]
+            if (found := _day(y, mo, d)) is not None:
+                days.add(found)
+        rest = pattern.sub(" ", rest)
+    for m in _ISO_MONTH.finditer(rest):
+        if 1 <= int(m[2]) <= 12:
+            months.add((int(m[1]), int(m[2])))
+    for m in _MONTH_YEAR.finditer(rest):
+        if (mo := _month(m[1])) is not None:
+            months.add((int(m[2]), mo))
+    rest = _MONTH_YEAR.sub(lambda m: " " if _month(m[1]) else m[0], _ISO_MONTH.sub(" ", rest))
+    years = {int(y) for y in _BARE_YEAR.findall(rest)}
+    return days, months, years
+
+
+def content_words(text: str) -> list[str]:
+    """Lower-cased words without stop words, number words as digits, a plural "s" off."""
+    out = []
+    for token in tokens(text):
+        token = _NUMBER_WORDS.get(token, token)
+        if token in _STOPWORDS:
+            continue
+        if len(token) > 3 and token.endswith("s") and not token.endswith("ss"):
+            token = token[:-1]
+        if token not in out:
+            out.append(token)
+    return out
+
+
+def _period(anchor: date, kind: str, where: str) -> set[date]:
+    """The days a relative answer means around its anchor ("the Friday before", "the week of")."""
+    if kind in _WEEKDAYS:
+        span = range(-7, 0) if where == "before" else range(1, 8) if where == "after" else range(-3, 4)
+        return {anchor + timedelta(days=n) for n in span
+                if (anchor + timedelta(days=n)).weekday() == _WEEKDAYS.index(kind)}
+    start, end = _PERIODS.get((kind, where), (0, 0))
+    return {anchor + timedelta(days=n) for n in range(start, end + 1)}
+
+
+def contains_answer(items: Sequence[str], answer: str) -> bool:
+    """Whether the context (its items joined) holds the answer, by the rules above."""
+    text = "\n".join(items)
+    days, months, years = named_dates(answer)
+    if days or months or years:
+        held_days, held_months, held_years = named_dates(text)
+        held_months |= {(d.year, d.month) for d in held_days}
+        held_years |= {y for y, _ in held_months}
+        relative = _RELATIVE.search(answer)
+        for anchor in days:
+            accepted = {anchor}
+            if relative:
+                accepted |= _period(anchor, relative[1].lower(), relative[2].lower())
+            if not accepted & held_days:
+                return False
+        return all(m in held_months for m in months) and all(y in held_years for y in years)
+    wanted = content_words(answer)
+    if not wanted:
+        return False
+    held = set(content_words(text))
+    return sum(w in held for w in wanted) >= math.ceil(CONTENT_SHARE * len(wanted) - 1e-9)
+
+
+# --- Selection against the observations -----------------------------------------------------
+
+def observed_turns(path: Path) -> set[str]:
+    """The turn ids the conversation's observations cite (`session_N_observation`: per speaker,
+    [fact, turn ids] pairs, the ids one string or a list, separated by commas or semicolons)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    cited: set[str] = set()
+    for key, by_speaker in data.items():
+        if not key.endswith("_observation") or not isinstance(by_speaker, dict):
+            continue
+        for facts in by_speaker.values():
+            for fact in facts:
+                ids = fact[1] if len(fact) > 1 else []
+                for entry in ids if isinstance(ids, list) else [ids]:
+                    cited.update(t for t in re.split(r"[;,\s]+", str(entry)) if t)
+    return cited
+
+
+def turn_spans(session: Session) -> list[tuple[Turn, int, int]]:
+    """Each turn with the characters of its line in the session's document."""
+    markdown, out, at = session.markdown(), [], 0
+    for turn in session.turns:
+        start = markdown.index(turn.line, at)
+        out.append((turn, start, start + len(turn.line)))
+        at = start + len(turn.line)
+    return out
+
+
+def selection_table(sessions: Sequence[Session], cited: set[tuple[str, str]],
+                    claim_starts: dict[str, list[int]]) -> dict[str, float | int]:
+    """Turns that got a live claim, among the turns an observation cites and among the others;
+    `claim_starts` maps a session's filename to where its live claims start, `cited` holds
+    (conversation, turn id)."""
+    counts = Counter()
+    for session in sessions:
+        starts = sorted(claim_starts.get(session.filename, ()))
+        for turn, start, end in turn_spans(session):
+            i = bisect.bisect_left(starts, start)
+            has_claim = i < len(starts) and starts[i] < end
+            observed = (turn.conversation, turn.dia_id) in cited
+            counts[(observed, has_claim)] += 1
+            counts["claims"] += bisect.bisect_left(starts, end) - i
+    observed_turns_n = counts[(True, True)] + counts[(True, False)]
+    other_turns_n = counts[(False, True)] + counts[(False, False)]
+    return {"observed_turns": observed_turns_n, "other_turns": other_turns_n,
+            "observed_with_claim": round(counts[(True, True)] / max(1, observed_turns_n), 3),
+            "other_with_claim": round(counts[(False, True)] / max(1, other_turns_n), 3),
+            "claims_per_turn": round(counts["claims"] / max(1, observed_turns_n + other_turns_n), 3)}
 
 
 # --- the baselines over raw turns -----------------------------------------------------------

@@ -1,12 +1,16 @@
-"""`corpusmem bench recall --locomo DIR`: evidence recall of `claims_and_sources_context` on LoCoMo
-conversations against retrieval over the raw turns, measured in one run.
+"""`corpusmem bench recall --locomo DIR`: what `claims_and_sources_context` hands an agent on LoCoMo
+conversations, against retrieval over the raw turns, measured in one run.
 
 Each session becomes a dated Markdown document, the folder is imported through the normal bulk
 path (`python -m jobs.import_corpus`, dated by file mtime) into an empty memory, `corpusmem serve`
 answers every question over HTTP, and the answer's items (evidence claims, then chunks) are cut
-at the character budget. The baselines rank the turns themselves with the same embedding model
-(vector), BM25 and their reciprocal rank fusion, cut at the same budget. A memory engine earns its
-keep only when it beats retrieval over its own raw material.
+at the character budget. The baselines rank the turns themselves, each as its document renders
+it, with the same embedding model (vector), BM25 and their reciprocal rank fusion, cut at the
+same budget. Three figures: evidence recall (a gold turn in the context), answer containment
+(the gold answer in the context) and Selection against the observations (which turns got a live
+claim), each per conversation: every conversation is the held-out fold of the other two, and
+the figure to quote is the mean of the folds. A memory engine earns its keep only when it beats
+retrieval over its own raw material.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from jobs.bench.locomo import Question, Session, Turn
 
 OPERATION = "claims_and_sources_context"
 AS_CLAIM_TEXTS = f"{OPERATION} (claim texts)"
-METHODS = (OPERATION, AS_CLAIM_TEXTS, "vector", "bm25", "rrf")
+BASELINES = ("vector", "bm25", "rrf")
+METHODS = (OPERATION, AS_CLAIM_TEXTS, *BASELINES)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,16 +90,18 @@ def ask_memory(url: str, questions: list[Question]) -> list[dict[str, Any]]:
 
 def rank_turns(turns: list[Turn], questions: list[Question], model) -> dict[str, list[list[int]]]:
     """For each question, the turns of its own conversation ranked by each baseline, with the
-    memory's own embedding model and execution (`model`, a ModelRef)."""
+    memory's own embedding model and execution (`model`, a ModelRef). Each turn is indexed as its
+    document renders it (marker, time, speaker, text): what a retriever over the same documents
+    would index and hand an agent."""
     from actors.embedder import load_model
 
     model = load_model(model, "cpu")
-    vectors = model.encode([t.text for t in turns], batch_size=64, normalize_embeddings=True)
+    vectors = model.encode([t.line for t in turns], batch_size=64, normalize_embeddings=True)
     asked = model.encode([q.text for q in questions], batch_size=64, normalize_embeddings=True)
     by_conversation: dict[str, list[int]] = {}
     for i, t in enumerate(turns):
         by_conversation.setdefault(t.conversation, []).append(i)
-    bm25 = {c: locomo.BM25([turns[i].text for i in ids]) for c, ids in by_conversation.items()}
+    bm25 = {c: locomo.BM25([turns[i].line for i in ids]) for c, ids in by_conversation.items()}
     ranked: dict[str, list[list[int]]] = {"vector": [], "bm25": [], "rrf": []}
     for q, qv in zip(questions, asked):
         ids = by_conversation[q.conversation]
@@ -107,10 +114,51 @@ def rank_turns(turns: list[Turn], questions: list[Question], model) -> dict[str,
     return ranked
 
 
+def memory_records(home: Path) -> tuple[dict[str, list[int]], dict[str, Any]]:
+    """Where the memory's live claims start (by session file) and its last import's counts."""
+    from sql.read import bench_queries
+    from sql.store import authority as store
+
+    with store.connect(bench_serve._dsn(home)) as conn:
+        return bench_queries.live_claim_starts(conn), bench_queries.last_import_report(conn)["counts"]
+
+
+def score(questions: list[Question], contexts: dict[str, list[list[str]]], gold: list[list[Turn]],
+          budget: int) -> dict[str, dict[str, list[tuple[Question, bool]]]]:
+    """Per method, the two measures of every question: evidence recall (a claim counted as its
+    source span) and answer containment (a claim counted as its claim text)."""
+    out: dict[str, dict[str, list[tuple[Question, bool]]]] = {"evidence": {}, "containment": {}}
+    for method in METHODS:
+        out["evidence"][method] = [(q, locomo.hit(locomo.context(items, budget), g))
+                                   for q, items, g in zip(questions, contexts[method], gold)]
+    for method in (OPERATION, *BASELINES):
+        items_of = contexts[AS_CLAIM_TEXTS if method == OPERATION else method]
+        out["containment"][method] = [(q, locomo.contains_answer(locomo.context(items, budget), q.answer))
+                                      for q, items in zip(questions, items_of)]
+    return out
+
+
+def by_fold(scored: dict[str, dict[str, list[tuple[Question, bool]]]], conversations: list[str]
+            ) -> dict[str, dict[str, dict[str, dict[str, float | int]]]]:
+    """{measure: {conversation: {method: table}}}: each conversation is the held-out fold of the
+    other two, and "mean" is the mean of the folds' figures per method and category."""
+    folds: dict[str, dict[str, dict[str, dict[str, float | int]]]] = {}
+    for measure, methods in scored.items():
+        folds[measure] = {c: locomo.recall_table({m: [(q, h) for q, h in rows if q.conversation == c]
+                                                  for m, rows in methods.items()}) for c in conversations}
+        folds[measure]["mean"] = {m: {key: round(sum(folds[measure][c][m][key] for c in conversations)
+                                                 / len(conversations), 3)
+                                      for key in ("all", *map(str, locomo.CATEGORIES))}
+                                  for m in methods}
+    return folds
+
+
 def bench(args: argparse.Namespace) -> dict[str, Any]:
     if args.locomo is None:
         raise SystemExit("corpusmem bench recall: give the conversations with --locomo DIR")
     sessions, questions = locomo.read_folder(args.locomo)
+    conversations = sorted({s.conversation for s in sessions})
+    cited = {(path.stem, t) for path in sorted(args.locomo.glob("*.json")) for t in locomo.observed_turns(path)}
     turns = [t for s in sessions for t in s.turns]
     by_id = {(t.conversation, t.dia_id): t for t in turns}
     gold = [[by_id[(q.conversation, d)] for d in q.evidence if (q.conversation, d) in by_id] for q in questions]
@@ -120,6 +168,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
     write_documents(sessions, work / "documents")
     print(f"importing {len(sessions)} sessions ({len(turns)} turns) into {work / 'home'}", file=sys.stderr, flush=True)
     import_seconds = import_documents(work / "documents", work / "home")
+    claim_starts, counts = memory_records(work / "home")
     server, url = bench_serve.start_server(work / "home", work / "serve.log")
     try:
         started = time.perf_counter()
@@ -134,30 +183,59 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
     ranked = rank_turns(turns, questions, model)
     for method, rankings in ranked.items():
         contexts[method] = [[turns[i].line for i in ranking] for ranking in rankings]
-    results = {method: [(q, locomo.hit(locomo.context(items, args.budget), g))
-                        for q, items, g in zip(questions, contexts[method], gold)] for method in METHODS}
-    return {"conversations": sorted({s.conversation for s in sessions}), "sessions": len(sessions),
+    scored = score(questions, contexts, gold, args.budget)
+    selection = {c: locomo.selection_table([s for s in sessions if s.conversation == c], cited, claim_starts)
+                 for c in conversations}
+    selection["all"] = locomo.selection_table(sessions, cited, claim_starts)
+    return {"conversations": conversations, "sessions": len(sessions),
             "turns": len(turns), "questions": len(questions), "budget": args.budget, "embedding": model.pin,
             "import_seconds": round(import_seconds, 1), "ask_seconds": round(ask_seconds, 1),
-            "recall": locomo.recall_table(results),
+            "claims_embedded": counts["claim_vectors_computed"], "chunks_embedded": counts["chunk_vectors_computed"],
+            "recall": locomo.recall_table(scored["evidence"]),
+            "containment": locomo.recall_table(scored["containment"]),
+            "folds": by_fold(scored, conversations), "selection": selection,
             "misses": [{"question": q.text, "category": q.category, "evidence": list(q.evidence)}
-                       for q, h in results[OPERATION] if not h]}
+                       for q, h in scored["evidence"][OPERATION] if not h]}
+
+
+def _table(title: str, rows: dict[str, dict[str, float | int]]) -> list[str]:
+    lines = [f"{title:42} {'all':>6} " + " ".join(f"{'cat ' + str(c):>6}" for c in locomo.CATEGORIES)]
+    for method in (m for m in METHODS if m in rows):
+        row = rows[method]
+        lines.append(f"  {method:40} {row['all']:>6.3f} " + " ".join(f"{row[str(c)]:>6.3f}" for c in locomo.CATEGORIES))
+    return lines
+
+
+def _lead(rows: dict[str, dict[str, float | int]], key: str = "all") -> tuple[str, float]:
+    best = max(BASELINES, key=lambda m: rows[m][key])
+    return best, rows[OPERATION][key] - rows[best][key]
 
 
 def render(results: dict[str, Any]) -> str:
-    best = max(("vector", "bm25", "rrf"), key=lambda m: results["recall"][m]["all"])
     lines = [f"LoCoMo conversations {', '.join(results['conversations'])}: {results['sessions']} sessions, "
              f"{results['turns']} turns, {results['questions']} questions (categories 1-4), "
              f"budget {results['budget']} characters",
-             f"import {results['import_seconds']:.1f} s; {results['questions']} questions over HTTP in "
+             f"import {results['import_seconds']:.1f} s ({results['claims_embedded']} claim texts and "
+             f"{results['chunks_embedded']} chunks embedded); {results['questions']} questions over HTTP in "
              f"{results['ask_seconds']:.1f} s", "",
-             f"{'method':42} {'all':>6} " + " ".join(f"{'cat ' + str(c):>6}" for c in locomo.CATEGORIES)]
-    for method in METHODS:
-        row = results["recall"][method]
-        lines.append(f"{method:42} {row['all']:>6.3f} " + " ".join(f"{row[str(c)]:>6.3f}" for c in locomo.CATEGORIES))
-    ours, theirs = results["recall"][OPERATION]["all"], results["recall"][best]["all"]
-    lines += ["", f"{OPERATION} − best baseline ({best}): {ours - theirs:+.3f} (target ≥ +0.10)",
-              "(a claim counts as its source span, the words it stands on; the row '(claim texts)' counts its "
-              "rewritten text, which the hit rule cannot recognise)"]
+             "baselines index and return each turn as its document renders it ([D3:2 | time] Speaker: text)", ""]
+    folds = results["folds"]
+    for measure, title in (("evidence", "evidence recall"), ("containment", "answer containment")):
+        lines += _table(f"{title}, mean of the held-out folds", folds[measure]["mean"])
+        for c in results["conversations"]:
+            best, lead = _lead(folds[measure][c])
+            lines.append(f"  fold {c} held out: {OPERATION} {folds[measure][c][OPERATION]['all']:.3f}, "
+                         f"best baseline ({best}) {folds[measure][c][best]['all']:.3f}, {lead:+.3f}")
+        best, lead = _lead(folds[measure]["mean"])
+        lines += [f"  {OPERATION} − best baseline ({best}), mean of folds: {lead:+.3f} (target ≥ +0.10)", ""]
+    best, lead = _lead(folds["containment"]["mean"], "2")
+    lines += [f"answer containment on time questions (cat 2), mean of folds: {lead:+.3f} over {best} (target ≥ +0.20)",
+              "", f"{'Selection against the observations':42} {'cited':>6} {'other':>6} {'claims/turn':>12}"]
+    for key, row in results["selection"].items():
+        lines.append(f"  {('conversation ' + key) if key != 'all' else 'all':40} {row['observed_with_claim']:>6.3f} "
+                     f"{row['other_with_claim']:>6.3f} {row['claims_per_turn']:>12.3f}")
+    lines += ["  (share of the turns an observation cites that hold a live claim, target ≥ 0.90; of the "
+              "other turns, target ≤ 0.40)", "",
+              "(evidence recall counts a claim as its source span, the words it stands on, and the row "
+              "'(claim texts)' its rewritten text; answer containment counts claims by their claim text)"]
     return "\n".join(lines)
-

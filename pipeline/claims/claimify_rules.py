@@ -28,8 +28,12 @@ from pipeline.claims.extraction import (
     Passage,
     SelectionResult,
 )
+from pipeline.claims import claimify_turns
+from pipeline.claims.selection_turns import participants_of
 from pipeline.time import timeparse
 
+# What a resolved relative date writes: a day, a month or a year ("2026-03-03", "2026-03", "2025").
+_RESOLVED_PERIOD = re.compile(r"\b\d{4}(?:-\d{2}(?:-\d{2})?)?\b")
 _FIRST_PERSON = re.compile(r"\b(I|me|myself)\b")
 _FIRST_PERSON_POSSESSIVE = re.compile(r"\b(my|My)\b")
 _OPENING_PRONOUN = re.compile(r"^(He|She)\b")
@@ -90,7 +94,27 @@ def _table_row(ctx: ChunkContext, passage: Passage) -> str | None:
     return ", ".join(f"{_clean(n)}: {_clean(c)}" for n, c in zip(names, cells) if c) + "."
 
 
-def claimify_passage(ctx: ChunkContext, passage: Passage) -> tuple[list[DraftClaim], Omitted | None]:
+def _claimify_turn(ctx: ChunkContext, passage: Passage, text: str, reason: str | None
+                   ) -> tuple[list[DraftClaim], Omitted | None]:
+    """A sentence of a turn in the third person (`claimify_turns`), and the photo it shares."""
+    speaker = passage.speaker
+    participants = {p.speaker for p in ctx.passages if p.speaker} | set(participants_of(ctx.header))
+    sentence, caption = claimify_turns.photo_caption(text)
+    added = [AddedContext(speaker, "speaker", passage.label)]
+    drafts: list[DraftClaim] = []
+    omitted = None
+    rewritten = claimify_turns.rewrite(sentence, speaker, participants)
+    if rewritten is not None and rewritten.unresolved:
+        omitted = Omitted(passage.label, f"unresolved reference: {rewritten.unresolved!r}")
+    elif rewritten is not None:
+        drafts.append(_dated(ctx, passage, rewritten.text, added, rewritten.attributed))
+    if caption:
+        drafts.append(_dated(ctx, passage, claimify_turns.photo_claim(speaker, caption), added, False))
+    return drafts, None if drafts else omitted
+
+
+def claimify_passage(ctx: ChunkContext, passage: Passage, reason: str | None = None
+                     ) -> tuple[list[DraftClaim], Omitted | None]:
     if passage.text.lstrip().startswith("|"):
         row = _table_row(ctx, passage)
         if row is None:
@@ -101,27 +125,18 @@ def claimify_passage(ctx: ChunkContext, passage: Passage) -> tuple[list[DraftCla
     attributed = False
 
     if passage.speaker:
-        if _UNRESOLVABLE_OPENING.match(text) and not text.startswith("We"):
-            return [], Omitted(passage.label, f"unresolved reference: {text.split()[0]!r}")
-        text = _FIRST_PERSON.sub(passage.speaker, text)
-        text = _FIRST_PERSON_POSSESSIVE.sub(f"{passage.speaker}'s", text)
-        if text.startswith("We "):
-            return [], Omitted(passage.label, "unresolved reference: 'We' (who besides the speaker?)")
-        text = f"{passage.speaker} said that {_lower_first(text)}"
-        added.append(AddedContext(passage.speaker, "speaker", passage.label))
-        attributed = True
-    else:
-        pronoun = _OPENING_PRONOUN.match(text)
-        if pronoun:
-            prior = _previous(ctx, passage)
-            candidates = _people(prior.text) if prior else []
-            if len(candidates) != 1:
-                return [], Omitted(passage.label, f"unresolved pronoun {pronoun.group(1)!r}")
-            text = candidates[0] + text[pronoun.end():]
-            added.append(AddedContext(candidates[0], "target" if prior.in_target else "neighbour", prior.label))
-        elif _UNRESOLVABLE_OPENING.match(text):
-            return [], Omitted(passage.label, f"unresolved reference: {text.split()[0]!r}")
-        attributed = bool(_HOLDER_STANCE.match(text))
+        return _claimify_turn(ctx, passage, text, reason)
+    pronoun = _OPENING_PRONOUN.match(text)
+    if pronoun:
+        prior = _previous(ctx, passage)
+        candidates = _people(prior.text) if prior else []
+        if len(candidates) != 1:
+            return [], Omitted(passage.label, f"unresolved pronoun {pronoun.group(1)!r}")
+        text = candidates[0] + text[pronoun.end():]
+        added.append(AddedContext(candidates[0], "target" if prior.in_target else "neighbour", prior.label))
+    elif _UNRESOLVABLE_OPENING.match(text):
+        return [], Omitted(passage.label, f"unresolved reference: {text.split()[0]!r}")
+    attributed = bool(_HOLDER_STANCE.match(text))
 
     drafts = [_dated(ctx, passage, part if part.endswith((".", "!", "?")) else part + ".", added, attributed)
               for part in (p.strip() for p in text.split(";")) if part]
@@ -139,18 +154,18 @@ def _dated(ctx: ChunkContext, passage: Passage, text: str, added: list[AddedCont
         claim_text=claim_text[0].upper() + claim_text[1:], cited=(passage.label,),
         is_attributed=attributed, valid_from=reading.valid_from, valid_until=reading.valid_until,
         precision=reading.precision, kind=reading.kind,
-        resolved_dates=tuple(d for r in reading.replacements for d in r.iso_dates),
+        resolved_dates=tuple(d for r in reading.replacements for d in _RESOLVED_PERIOD.findall(r.resolved)),
         added_context=tuple(context))
 
 
 def claimify_rules(ctx: ChunkContext, selection: SelectionResult) -> ClaimifyResult:
-    kept = {s.label for s in selection.statements if s.outcome in ("keep", "keep_flagged")}
+    kept = {s.label: s.reason for s in selection.statements if s.outcome in ("keep", "keep_flagged")}
     drafts: list[DraftClaim] = []
     omitted: list[Omitted] = []
     for passage in ctx.target:
         if passage.label not in kept:
             continue
-        made, why = claimify_passage(ctx, passage)
+        made, why = claimify_passage(ctx, passage, kept[passage.label])
         drafts.extend(made)
         if why:
             omitted.append(why)

@@ -5,7 +5,8 @@ Checks, in order (the first that fails is recorded as the reason):
 2. `origin_outside_target`: the first cited passage (the origin) lies in the target chunk.
 3. `origin_not_kept`: Selection kept the origin (`keep` or `keep_flagged`).
 4. `unsupported_number`: every number in the claim occurs in the permitted context, except an
-   ISO date the claim resolved itself and also recorded in its time fields.
+   ISO date (a day, a month or a year) the claim resolved itself and also recorded in its time
+   fields.
 5. `unsupported_word`: every other word occurs in the permitted context (the document header,
    the target chunk, the permitted neighbours, names introduced earlier) or is one of the few
    connective words a rewrite needs (`_REWRITE_WORDS`).
@@ -26,6 +27,7 @@ _REWRITE_WORDS = frozenset("""
 a an the and or of on in at to for from by with as that this these those it its is are was were be
 been being has have had do does did said says stated reported according believes thinks feels noted
 who which whom whose not no than then also both
+their they them others shared doesn't hasn't isn't going wants will would
 """.split())
 
 _TOKEN = re.compile(r"\d{4}-\d{2}-\d{2}|[A-Za-z]+(?:['’][A-Za-z]+)?|\d+(?:[.,:]\d+)*")
@@ -52,13 +54,17 @@ def _vocabulary(ctx: ChunkContext) -> set[str]:
             words.update(_tokens(passage.speaker))
     for name, _ in ctx.introduced:
         words.update(_tokens(name))
-    # a possessive or plural of a permitted word is permitted ("Ravi's", "cutovers")
-    words.update({w + "'s" for w in list(words)} | {w + "s" for w in list(words)})
+    # a possessive, a plural or a third person of a permitted word is permitted ("Ravi's",
+    # "cutovers", "goes", "tries")
+    words.update({w + "'s" for w in list(words)} | {w + "s" for w in list(words)}
+                 | {w + "es" for w in list(words)} | {w[:-1] + "ies" for w in list(words) if w.endswith("y")})
     return words
 
 
 def _dates_in_window(draft: DraftClaim) -> set[str]:
-    return {d.date().isoformat() for d in (draft.valid_from, draft.valid_until) if isinstance(d, datetime)}
+    """The window's ends as ISO days, months and years: what a resolved date may write."""
+    return {form for d in (draft.valid_from, draft.valid_until) if isinstance(d, datetime)
+            for form in (d.date().isoformat(), f"{d:%Y-%m}", f"{d:%Y}")}
 
 
 def check(ctx: ChunkContext, selection: SelectionResult, draft: DraftClaim) -> GateResult:
@@ -75,10 +81,12 @@ def check(ctx: ChunkContext, selection: SelectionResult, draft: DraftClaim) -> G
 
     vocabulary = _vocabulary(ctx)
     resolved = set(draft.resolved_dates) & _dates_in_window(draft)
+    # a resolved month or year is tokenised into its numbers ("2026-03" → "2026", "03")
+    resolved_numbers = {n for period in resolved if not _ISO_DATE.match(period) for n in period.split("-")}
     for token in _tokens(draft.claim_text):
         if not token[0].isdigit():
             continue
-        if _ISO_DATE.match(token) and token in resolved:
+        if (_ISO_DATE.match(token) and token in resolved) or token in resolved_numbers:
             continue
         if token not in vocabulary:
             return GateResult(False, "unsupported_number", f"{token!r} is not in the source")

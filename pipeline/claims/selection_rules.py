@@ -45,6 +45,7 @@ from pipeline.claims.extraction import (
     SelectionResult,
 )
 from pipeline.claims.segment import CALENDAR_WORDS
+from pipeline.claims.selection_turns import judge_turn, participants_of
 
 RULE_ORDER = ("references_boilerplate", "question", "intro", "conclusion", "no_info",
               "attributed", "advice", "hypothetical", "opinion", "generic", "ambiguous",
@@ -93,6 +94,7 @@ TURN_QUESTION_CUES = _cues(
     r"^(?:[A-Z][a-z]+,\s+)?(?:who|what|when|where|why|how|which|whose|can|could|would|will|"
     r"is|are|am|do|does|did|should|shall|has|have|had|was|were)\b[^.!]*$",
     r"^(?:i wonder (?:whether|if)|does anyone know|any (?:news|update|updates) on)\b",
+    r"^(?:\w+,\s+)?(?:any|anything|anyone|anybody)\b[^.!]*$",
 )
 # Sentences about the document rather than about the world, and lead-ins to a list.
 _TIME_AFTER_FOLLOWING = (r"(?:day|week|weekend|month|quarter|year|morning|afternoon|evening|"
@@ -287,16 +289,18 @@ class Vocabulary:
 
     names: frozenset[str] = frozenset()      # used as names: mid-sentence, or as speakers
     lowercase: frozenset[str] = frozenset()  # words that also occur in lower case: common words
+    speakers: frozenset[str] = frozenset()   # who takes turns, or the header's participants
 
     @classmethod
     def of(cls, ctx: ChunkContext) -> Vocabulary:
         texts = [*ctx.header.splitlines(), ctx.title, *(p.text for p in ctx.passages)]
         lowercase = frozenset(w for text in texts for w in _WORD.findall(text) if w.islower())
         partial = cls(frozenset(), lowercase)
-        names = {p.speaker for p in ctx.passages if p.speaker}
+        speakers = {p.speaker for p in ctx.passages if p.speaker} | set(participants_of(ctx.header))
+        names = set(speakers)
         for text in texts:
             names.update(_names(plain(text), partial))
-        return cls(frozenset(names), lowercase)
+        return cls(frozenset(names), lowercase, frozenset(speakers))
 
 
 def select_rules(ctx: ChunkContext) -> SelectionResult:
@@ -321,6 +325,10 @@ def judge(passage: Passage, earlier: Sequence[Passage], section_role: str,
         return "drop", "references_boilerplate"
     if _any(QUESTION_CUES, text) or (passage.speaker and _any(TURN_QUESTION_CUES, text)):
         return "drop", "question"
+    if passage.speaker:
+        decided = judge_turn(text, passage.speaker, vocabulary.speakers | {passage.speaker}, vocabulary.names)
+        if decided is not None:
+            return decided
     header_row = row and (previous is None or not previous.text.lstrip().startswith("|"))
     if _any(INTRO_CUES, text) or header_row:
         return "drop", "intro"

@@ -44,3 +44,14 @@ def seeded_questions(conn: psycopg.Connection, count: int, seed: int) -> tuple[l
 
 def last_import_report(conn: psycopg.Connection) -> Any:
     return conn.execute("SELECT report FROM import_runs ORDER BY started_at DESC LIMIT 1").fetchone()[0]
+
+
+def live_claim_starts(conn: psycopg.Connection) -> dict[str, list[int]]:
+    """Where each live claim starts, by the file name of its document (through `memory_v1`, so only
+    what a reader is served counts)."""
+    found: dict[str, list[int]] = {}
+    for source_ref, start in conn.execute(
+            "SELECT d.source_ref, c.char_start FROM memory_v1.claims_live c "
+            "JOIN memory_v1.documents_live d ON d.doc_id = c.doc_id"):
+        found.setdefault(source_ref.rsplit("/", 1)[-1], []).append(start)
+    return found

@@ -1,0 +1,219 @@
+"""Claimify for a conversation turn: the speaker's words as a standalone third-person statement.
+
+- What the speaker says of themselves is a claim about them, with the verb agreeing: "I play
+  clarinet" → "Melanie plays clarinet", "I've lost my job at Door Dash" → "Gina has lost their
+  job at Door Dash", and a dropped subject is restored ("Just got back from a road trip" →
+  "John just got back from a road trip").
+- The speaker's own stance keeps its holder and is attributed: "I think the festival was too
+  crowded" → "Melanie thinks the festival was too crowded".
+- What the speaker reports of someone or something else stays attributed: "My sister adopted a
+  puppy" → "Maria said that Maria's sister adopted a puppy".
+- "We" is the speaker and others ("We made pizza" → "John and others made pizza"); in a
+  conversation of two, "you" is the other participant.
+- Interjections and the names a sentence addresses are taken off its front ("Yeah Maria, I'm
+  hoping ..." → "I'm hoping ..."); a shared photo's caption becomes a claim of its own.
+
+The possessive for the speaker is "their": the rules do not know anyone's pronouns, and a
+guessed one would be written into the memory as if the source said it.
+Why hand-written: no maintained library rewrites English person and agreement without a
+parser's model weights, which the rules backend must not load.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from typing import NamedTuple
+
+from pipeline.claims.selection_turns import ELIDED_SUBJECT_OPENERS, strip_discourse
+
+# Verbs that take a stance: the statement is about the holder's view, so it stays attributed.
+STANCE_VERBS = frozenset("""think believe feel guess suppose reckon agree disagree doubt expect bet hope
+wish suspect imagine figure""".split())
+# Between "I" and its verb: adverbs that leave the verb's agreement to the verb.
+_ADVERBS = frozenset("""really just also still always never usually often actually totally definitely
+recently finally even only sometimes absolutely honestly currently already both all truly seriously
+kinda sorta generally normally mostly probably certainly literally basically personally especially
+sure""".split())
+_MODALS = frozenset("""can could will would should might must may shall did didn't can't couldn't won't
+wouldn't shouldn't mustn't cannot""".split())
+_AGREEMENT = {"am": "is", "have": "has", "do": "does", "don't": "doesn't", "haven't": "hasn't",
+              "'m": "is", "'ve": "has", "'ll": "will", "'d": "would", "go": "goes", "was": "was",
+              "wasn't": "wasn't", "am not": "is not", "ain't": "isn't", "gonna": "is going to",
+              "wanna": "wants to", "gotta": "has to"}
+# Past forms that do not end in -ed (and forms that read the same in the present and the past,
+# which are left as written rather than guessed).
+_PAST = frozenset("""got went made took saw had was were did said found came gave knew thought felt left
+met ran bought brought taught caught began wrote read won lost sold told heard kept slept spent built sent
+stood understood held fell drew drove ate grew threw flew wore chose forgot put cut hit set let hurt quit
+became became began sang swam rode shook woke broke spoke stole froze gotten done been seen fed led paid
+laid lent meant sat shot shut split spread struck swore tore upset wound dug fought fled hung lit slid
+spun stuck stung swung""".split())
+# An opening that points back at something said before: the rules cannot say what it is.
+_POINTING = re.compile(r"^(It|It['’]s|This|That|That['’]s|They|They['’]re|These|Those|He|He['’]s|She|She['’]s)\b"
+                       r"(?!\s+(?:is|are)\s+\d)")
+_I_FORMS = re.compile(r"\b(I)(['’](?:m|ve|ll|d))?(?![\w'’])")
+_SPEAKER_WORDS = re.compile(r"\b(?:I|I['’](?:m|ve|ll|d)|me|my|mine|myself)\b", re.IGNORECASE)
+_PHOTO = re.compile(r"\s*\[shares? a photo:\s*(?P<caption>[^\]]*)\]\s*$", re.IGNORECASE)
+# Openings that place the sentence in the conversation, not in the world: left out of the claim.
+_DISCOURSE_LEAD = re.compile(r"^(?:since (?:we|i) last (?:talked|chatted|spoke)|in the meantime|meanwhile|anyway|"
+                             r"anyways|by the way|on another note|speaking of which|for me|personally|"
+                             r"to be honest|honestly)\s*,?\s*", re.IGNORECASE)
+_FILLER_PHRASES = re.compile(r",?\s*\b(?:you know|i mean|like i said|to be honest|tbh|honestly|lol|haha)\b,?",
+                             re.IGNORECASE)
+_OPENING_ADJUNCT = re.compile(
+    r"^(?:for me|personally|(?:last|this|next) (?:week|weekend|month|year|night|friday|saturday|sunday|monday|tuesday|wednesday|"
+    r"thursday)|yesterday|today|tonight|recently|lately|since (?:we|i) last (?:talked|chatted|spoke)|"
+    r"a (?:few|couple(?: of)?) (?:days|weeks|months) ago|the other day|earlier (?:today|this week)|"
+    r"apart from [^,]+|on another note|by the way|in the meantime|meanwhile|anyway|so|well|"
+    r"after [^,]+|before [^,]+|when [^,]+|since [^,]+|at [^,]+|on [^,]+|in [^,]+)\s*,\s*", re.IGNORECASE)
+
+
+def photo_caption(text: str) -> tuple[str, str | None]:
+    """(the sentence without its shared-photo tag, the caption or None)."""
+    found = _PHOTO.search(text)
+    if not found:
+        return text, None
+    return text[:found.start()].rstrip(), found.group("caption").strip().rstrip(".") or None
+
+
+def photo_claim(speaker: str, caption: str) -> str:
+    """"a photo of a dog on a beach" → "Maria shared a photo of a dog on a beach.\""""
+    caption = re.sub(r"^(?:a |an )?(?:photo|photograph|photography|picture|pic|image)\s+of\s+", "", caption,
+                     flags=re.IGNORECASE)
+    return f"{speaker} shared a photo of {caption}."
+
+
+def _third_person(verb: str) -> str:
+    """The present tense's third person of a base form: play → plays, go → goes, try → tries."""
+    lowered = verb.lower()
+    if lowered in _AGREEMENT:
+        return _AGREEMENT[lowered]
+    if lowered.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if lowered.endswith("y") and len(lowered) > 1 and lowered[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def _agrees(words: list[str]) -> list[str]:
+    """The words after a replaced "I", its verb made to agree with a third-person subject."""
+    out = list(words)
+    for i, word in enumerate(out):
+        lowered = word.lower()
+        if lowered in _ADVERBS:
+            continue
+        if lowered in _MODALS or lowered in _PAST or lowered.endswith(("ed", "n't")) and lowered not in _AGREEMENT:
+            return out
+        if not word.isalpha() and lowered not in _AGREEMENT:
+            return out
+        if lowered.endswith("ing"):
+            return out
+        out[i] = _third_person(word)
+        return out
+    return out
+
+
+def _replace_first_person(text: str, speaker: str, others: str) -> str:
+    """Every "I" (with its contraction) as the speaker, its verb agreeing; "me", "myself",
+    "mine" as the speaker; "my" as "their"; "we", "us" as the speaker and others, "our" as
+    "their"."""
+    pieces: list[str] = []
+    cursor = 0
+    for found in _I_FORMS.finditer(text):
+        pieces.append(text[cursor:found.start()])
+        contraction = (found.group(2) or "").replace("’", "'")
+        if contraction:
+            pieces.append(f"{speaker} {_AGREEMENT[contraction]}")
+            cursor = found.end()
+            continue
+        rest = text[found.end():]
+        words = re.match(r"((?:\s+[A-Za-z'’]+){1,4})", rest)
+        if words:
+            tokens = words.group(1).split()
+            if len(tokens) >= 2 and tokens[0].lower() == "am" and tokens[1].lower() == "not":
+                agreed = ["is", "not", *tokens[2:]]
+            else:
+                agreed = _agrees(tokens)
+            pieces.append(speaker + " " + " ".join(agreed))
+            cursor = found.end() + len(words.group(1))
+        else:
+            pieces.append(speaker)
+            cursor = found.end()
+    pieces.append(text[cursor:])
+    text = "".join(pieces)
+    text = re.sub(r"\b(?:me|myself)\b", speaker, text)
+    text = re.sub(r"\bmine\b", f"{speaker}'s", text)
+    text = re.sub(r"\b[Mm]y\b", lambda m: "their" if speaker in text[:m.start()] else f"{speaker}'s", text)
+    text = re.sub(r"\b[Ww]e(?:['’](?:re|ve|ll|d))?(?![\w'’])",
+                  lambda m: others + {"'re": " are", "'ve": " have", "'ll": " will", "'d": " would"}.get(
+                      m.group(0)[2:].replace("’", "'"), ""), text)
+    text = re.sub(r"\bus\b", others, text)
+    text = re.sub(r"\b[Oo]ur\b", "their", text)
+    return text
+
+
+def _replace_listener(text: str, listener: str | None) -> str:
+    if listener is None:
+        return text
+    text = re.sub(r"\b[Yy]ours\b", f"{listener}'s", text)
+    text = re.sub(r"\b[Yy]our\b", f"{listener}'s", text)
+    text = re.sub(r"\b[Yy]ou(?:['’](?:re|ve|ll|d))?(?![\w'’])",
+                  lambda m: listener + {"'re": " is", "'ve": " has", "'ll": " will", "'d": " would"}.get(
+                      m.group(0)[3:].replace("’", "'"), ""), text)
+    return text
+
+
+class Rewrite(NamedTuple):
+    text: str
+    attributed: bool
+    unresolved: str | None = None   # the opening word that points at something the rules cannot name
+
+
+def rewrite(text: str, speaker: str, participants: Collection[str]) -> Rewrite | None:
+    """The claim for one sentence of `speaker`'s turn, without its photo tag; None when nothing is
+    left once the interjections and addressed names are off."""
+    others = [p for p in participants if p != speaker]
+    listener = others[0] if len(others) == 1 else None
+    core = strip_discourse(_FILLER_PHRASES.sub("", text), [*others, speaker])
+    if not core:
+        return None
+    core = re.sub(r"^(?:but|and|so|or|plus|also)\b[,\s]*", "", core, flags=re.IGNORECASE) or core
+    core = core[0].upper() + core[1:]
+    core = _DISCOURSE_LEAD.sub("", core) or core
+    core = core[0].upper() + core[1:]
+    adjunct = _OPENING_ADJUNCT.match(core)
+    lead, body = (core[:adjunct.end()], core[adjunct.end():]) if adjunct else ("", core)
+    first = body.split(" ", 1)[0].lower()
+    if first in ELIDED_SUBJECT_OPENERS and not re.match(r"^(?:I|we|just like)\b", body, re.IGNORECASE):
+        body = ("I have " if first == "been" else "I ") + body[0].lower() + body[1:]
+    pointing = _POINTING.match(body)
+    if pointing:
+        return Rewrite("", False, pointing.group(1))
+    about_speaker = bool(re.match(r"^(?:I|I['’](?:m|ve|ll|d)|we|we['’](?:re|ve|ll|d))\b", body, re.IGNORECASE))
+    stance = about_speaker and bool(re.match(
+        rf"^I\s+(?:(?:{'|'.join(sorted(_ADVERBS))})\s+)*(?:{'|'.join(sorted(STANCE_VERBS))})\b", body, re.IGNORECASE))
+    others_phrase = f"{speaker} and others"
+    # What the speaker says of someone else ("My sister adopted a puppy", "The class was full")
+    # stays theirs to have said; a sentence that is about the speaker, whatever its grammatical
+    # subject ("Iron Man is my top pick"), is a claim about them.
+    of_someone_else = bool(re.match(r"^my\s", body, re.IGNORECASE)) or not _SPEAKER_WORDS.search(body)
+    if about_speaker or not of_someone_else:
+        claim = _replace_listener(_replace_first_person(lead + body, speaker, others_phrase), listener)
+        attributed = stance
+    else:
+        reported = _replace_listener(_replace_first_person(lead + body, speaker, others_phrase), listener)
+        claim = f"{speaker} said that {reported[0].lower() + reported[1:] if not _is_name(reported) else reported}"
+        attributed = True
+    claim = claim.strip().rstrip(",;:-–— ")
+    if claim[-1:] not in ".!?":
+        claim += "."
+    return Rewrite(claim[0].upper() + claim[1:], attributed)
+
+
+def _is_name(text: str) -> bool:
+    """Whether the text opens on a capitalised word that is not a sentence's ordinary first word."""
+    first = text.split(" ", 1)[0]
+    return bool(first) and first[0].isupper() and first.lower() not in {
+        "the", "a", "an", "it", "this", "that", "these", "those", "there", "they", "he", "she", "their",
+        "his", "her", "its", "some", "all", "every", "each", "one", "when", "if", "after", "before"}
