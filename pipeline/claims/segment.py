@@ -13,14 +13,16 @@ speaker, the turn id and the turn's own UTC time; the span is the sentence only.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from pipeline.claims.extraction import Passage
-from pipeline.documents.blocks import front_matter_close
+from pipeline.documents.blocks import front_matter_close, split_blocks
 
 # Tokens that end in a dot without ending a sentence (compared lower-cased, dot included).
 ABBREVIATIONS = frozenset({
@@ -47,6 +49,9 @@ NON_SPEAKER_LABELS = (
     "objective", "objectives", "scope", "meeting", "follow-up", "follow up", "follow-ups",
     "minutes", "chair", "facilitator", "scribe", "note taker", "recap", "highlights", "issue",
     "issues", "fix", "problem", "solution", "purpose", "overview", "description", "details",
+    "consequence", "consequences", "impact", "community impact", "info", "tl;dr", "tldr", "usage",
+    "input", "output", "returns", "parameters", "default", "type", "step", "steps", "hint", "important",
+    "reference", "see also", "prerequisites", "requirements", "notice", "disclaimer", "license",
 )
 # A month or weekday before a colon opens a timeline entry ("June: the database moves").
 CALENDAR_WORDS = frozenset({
@@ -69,7 +74,9 @@ HEADER_SCAN_CHARS = 8000
 _LINE_END = re.compile(r"\r\n?|\n")
 _PREFIX = re.compile(r"[ \t]*(?:>[ \t]?)*[ \t]*")  # indentation and blockquote markers
 _FENCE = re.compile(r"(`{3,}|~{3,})")
-_HTML_TAG_LINE = re.compile(r"</?[A-Za-z][^<>]*>$")
+# A line of markup: one that opens an HTML or JSX tag ("<a href=…>text</a>", "<Card title=…"),
+# closes one, or carries a multi-line tag's attributes ("  description=\"…\"", "/>").
+_HTML_TAG_LINE = re.compile(r"</?[A-Za-z][\w.:-]*(?:[\s/>]|$)|/?>$|[\w-]+=(?:\"|'|\{)")
 _ATX_HEADING = re.compile(r"#{1,6}(?:[ \t]|$)")
 _SETEXT_UNDERLINE = re.compile(r"(?:=+|-+)[ \t]*$")
 _RULE = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:_[ \t]*){3,}|(?:-[ \t]*){3,})$")
@@ -193,6 +200,21 @@ def document_header(markdown: str, title: str, max_chars: int = 600) -> str:
     return _cap(lines, max_chars)
 
 
+@lru_cache(maxsize=8)
+def _code_spans(markdown: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(starts, ends) of the document's code blocks, fenced or indented, as the CommonMark parse
+    finds them: a chunk that begins inside a long code block must still know it is code."""
+    found = [(b.char_start, b.char_end) for b in split_blocks(markdown, max_block_chars=len(markdown) + 1)
+             if b.kind == "code"]
+    return tuple(a for a, _ in found), tuple(b for _, b in found)
+
+
+def _in_code(markdown: str, position: int) -> bool:
+    starts, ends = _code_spans(markdown)
+    i = bisect.bisect_right(starts, position) - 1
+    return i >= 0 and position < ends[i]
+
+
 def _units(markdown: str, start: int, end: int) -> list[_Unit]:
     units: list[_Unit] = []
     open_unit: _Unit | None = None  # the unit a following text line continues
@@ -202,6 +224,10 @@ def _units(markdown: str, start: int, end: int) -> list[_Unit]:
     front_matter_end = _front_matter_end(markdown) if start == 0 else 0
     for line_start, line_end in _lines(markdown, start, end):
         if line_start < front_matter_end:
+            continue
+        if fence is None and _in_code(markdown, line_start + len(markdown[line_start:line_end]) -
+                                      len(markdown[line_start:line_end].lstrip())):
+            previous, open_unit = "code", None
             continue
         if fence is not None:
             if markdown[line_start:line_end].strip().startswith(fence):
@@ -264,7 +290,7 @@ def _opened(markdown: str, kind: str, start: int, end: int, line_start: int) -> 
     turn = _TURN.match(markdown, start, end)
     if turn is not None:
         speaker = turn.group("bold_in") or turn.group("bold_out") or turn.group("plain")
-        if _is_speaker(speaker):
+        if _is_speaker(speaker) and (turn.group("meta") or not _common_word(markdown, speaker)):
             turn_id, turn_time = _turn_meta(turn.group("meta"))
             return _Unit("turn", turn.end(), end, line_start, speaker=" ".join(speaker.split()),
                          turn_id=turn_id, turn_time=turn_time)
@@ -273,6 +299,21 @@ def _opened(markdown: str, kind: str, start: int, end: int, line_start: int) -> 
         header_line = label.group("label").strip().lower() in HEADER_LABELS
         return _Unit("label", start, end, line_start, continues=not header_line)
     return _Unit(kind, start, end, line_start)
+
+
+@lru_cache(maxsize=8)
+def _lowercase_words(markdown: str) -> frozenset[str]:
+    return frozenset(w for w in _WORD.findall(markdown) if w.islower())
+
+
+def _common_word(markdown: str, label: str) -> bool:
+    """Whether a one-word label is a word the document also writes in lower case ("Consequence:"
+    beside "consequences"): a field's label, not a person's name. A turn marker overrules it."""
+    words = label.split()
+    if len(words) != 1:
+        return False
+    lowered, found = words[0].lower(), _lowercase_words(markdown)
+    return lowered in found or lowered + "s" in found or lowered + "es" in found
 
 
 def _is_speaker(name: str) -> bool:

@@ -147,7 +147,8 @@ _GENERIC_SUBJECT = re.compile(
     r"everyone|everybody|anyone|kids|children|pets|dogs|cats|music|art|nature|food|love|time|"
     r"parenting|moments like|things like|little things|small things|hard work|[a-z]+ing)\b)", re.IGNORECASE)
 # A bare plural or mass noun opening a present-tense sentence: "Movies can take us places".
-_GENERIC_PLURAL = re.compile(r"^(?:good |great |hard |little |small |big |the best |most |many |some )?"
+_GENERIC_PLURAL = re.compile(r"^(?!(?:the|a|an|this|that|these|those|my|our|your|his|her|their|its) )"
+                             r"(?:good |great |hard |little |small |big |the best |most |many |some )?"
                              r"[a-z]+s?(?:,? (?:and |or )?[a-z]+s?){0,3} (?:can|could|is|are|make|makes|help|"
                              r"helps|bring|brings|give|gives|take|takes|keep|keeps|remind|reminds|mean|means)\b")
 # With the talk taken off, fewer words than this and no one in them is a fragment.
@@ -175,16 +176,21 @@ def participants_of(header: str) -> list[str]:
 
 def strip_discourse(text: str, addressed: Collection[str]) -> str:
     """The sentence without its opening interjections and the names it addresses ("Wow, John,
-    that sounds cool!" → "that sounds cool"), nor a closing vocative ("Thanks, Maria" → "Thanks")."""
+    that sounds cool!" → "that sounds cool"), nor a closing vocative ("Thanks, Maria" → "Thanks").
+    A name is taken off only as a vocative, set off by punctuation: "Dana and I agreed" keeps it."""
     names = {n.lower() for name in addressed for n in (name, *name.split())}
     text = _PHOTO.sub("", text).strip(_PUNCTUATION)
     while True:
-        words = _WORD.findall(text)
-        if not words:
-            return ""
-        first = words[0].lower()
-        if first in INTERJECTIONS or first in names:
-            text = text[text.lower().index(first) + len(first):].lstrip(_PUNCTUATION)
+        found = _WORD.match(text)
+        if not found:
+            return "" if not _WORD.search(text) else text
+        word, rest = found.group().lower(), text[found.end():]
+        following = _WORD.match(rest.lstrip())
+        set_off = not rest or rest[0] in ",.!?;:-–—…"
+        next_word = following.group().lower() if following and rest[:1].isspace() else None
+        if (word in INTERJECTIONS and (set_off or next_word in INTERJECTIONS or next_word in names)) or (
+                word in names and set_off):
+            text = rest.lstrip(_PUNCTUATION)
             continue
         break
     for name in sorted(names, key=len, reverse=True):

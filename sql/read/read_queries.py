@@ -194,33 +194,29 @@ async def _chunks(conn: Conn, where: str, params: dict) -> list[dict[str, Any]]:
 _SEARCHABLE = {"claims": "claim_id", "chunks": "chunk_id"}
 
 
-_ABOUT = {  # the claims (and chunks carrying them) that mention or assert about the entities %(about)s
-    "claims": "claim_id IN (SELECT claim_id FROM mentions WHERE entity_id = ANY(%(about)s::uuid[])"
-              " UNION SELECT claim_id FROM assertions WHERE subject_id = ANY(%(about)s::uuid[])"
-              " OR object_id = ANY(%(about)s::uuid[]))",
-    "chunks": "chunk_id IN (SELECT co.chunk_id FROM claim_occurrences co WHERE co.claim_id IN"
-              " (SELECT claim_id FROM mentions WHERE entity_id = ANY(%(about)s::uuid[])"
-              " UNION SELECT claim_id FROM assertions WHERE subject_id = ANY(%(about)s::uuid[])"
-              " OR object_id = ANY(%(about)s::uuid[])))",
-}
+# the claims (and chunks carrying them) about the entities %(about)s: one definition in SQL
+_ABOUT = {table: f"{key} IN (SELECT memory_v1_private.ids_about('{table}', %(about)s::uuid[]))"
+          for table, key in _SEARCHABLE.items()}
 
 
 async def nominate(conn: Conn, table: str, channel: str, query: str, vector: Any, k: int,
                    about: list[str] | None = None) -> list[str]:
-    """Nominated ids of `claims` or `chunks`, best first, from one channel: PostgreSQL full-text
-    ranking (`bm25`) or pgvector cosine distance (`semantic`); only those about the entities
-    `about` when given."""
+    """Nominated ids of `claims` or `chunks`, best first, from one channel: the question's words
+    weighted by rarity (`bm25`, `memory_v1_private.lexical_nominate`, which the query space's
+    lexical functions call too) or pgvector cosine distance (`semantic`); only those about the
+    entities `about` when given."""
     key = _SEARCHABLE[table]  # a fixed name, never caller text
     restrict = f" AND {_ABOUT[table]}" if about else ""
     if channel == "bm25":
-        sql = (f"SELECT {key}::text FROM {table} WHERE tsv @@ websearch_to_tsquery('english', %(q)s){restrict}"
-               f" ORDER BY ts_rank_cd(tsv, websearch_to_tsquery('english', %(q)s)) DESC, {key} LIMIT %(k)s")
+        sql = ("SELECT id::text FROM memory_v1_private.lexical_nominate(%(table)s, %(q)s, %(k)s, %(about)s::uuid[])"
+               " ORDER BY ord")
     else:
         sql = (f"SELECT {key}::text FROM {table} WHERE embedding IS NOT NULL{restrict}"
                f" ORDER BY embedding <=> %(v)b, {key} LIMIT %(k)s")
     # the vector travels in binary (`%(v)b`): as text, formatting and parsing its numbers cost more
     # than the index scan itself
-    return [r[0] for r in await fetch(conn, sql, {"q": query, "v": vector, "k": k, "about": about})]
+    return [r[0] for r in await fetch(conn, sql, {"q": query, "v": vector, "k": k, "about": about or None,
+                                                  "table": table})]
 
 
 async def confirm_claims(conn: Conn, ids: list[str]) -> list[dict[str, Any]]:
