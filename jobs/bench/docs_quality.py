@@ -16,9 +16,9 @@ An entity is junk when its name
   words, ends on a function word, or opens lower-case with more than one word ("between users");
 - is a document label ("Note", "Consequence", "Example").
 
-A claim stands on code when its source span is code: code punctuation outside backtick spans
-(`()` with `=`, `->`, `=>`, braces, a trailing `;`), a line opening on a code keyword (`import`,
-`def`, `return`, `const`, `$ `), or a span that is mostly backticked code.
+A claim stands on code when its source span is code: code punctuation outside backtick spans and
+inline tags (`()` with `=`, `->`, `=>`, braces, a trailing `;`), a line opening on a code keyword
+(`import`, `def`, `return`, `const`, `$ `), or a span that is mostly backticked code.
 """
 
 from __future__ import annotations
@@ -58,11 +58,12 @@ _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _VERBISH_END = ("ing", "ed", "ly")
 
 _CODE_KEYWORDS = re.compile(
-    r"^\s*(?:import|from\s+\S+\s+import|def|class|async\s+def|await|return|const|let|var|function|export|"
-    r"print\(|console\.|curl|pip|npm|npx|yarn|docker|git|\$\s|#!|@\w+|if\s+__name__|except|try:|raise|"
-    r"elif|else:|for\s+\w+\s+in\b|while\s|\}|\{)", re.IGNORECASE)
+    r"^\s*(?:(?:import|from\s+\S+\s+import|def|class|async\s+def|await|return|const|let|var|function|export|"
+    r"curl|pip|npm|npx|yarn|docker|git|except|raise|elif)\b(?!-)|print\(|console\.|\$\s|#!|@\w+|"
+    r"if\s+__name__|try:|else:|for\s+\w+\s+in\b|while\s|\}|\{)")
 _CODE_SYNTAX = re.compile(r"\w\([^)]*=|->|=>|[{};]\s*$|^\s*[{}]|\)\s*:\s*$|\w+\.\w+\(|==|!=|:=|\+=|\w+=\w")
 _BACKTICKED = re.compile(r"`[^`]*`")
+_INLINE_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 
 
 def junk_entity(name: str) -> str | None:
@@ -98,7 +99,7 @@ def on_code(span: str) -> bool:
     """Whether a claim's source span is code rather than prose about it."""
     if _CODE_KEYWORDS.match(span):
         return True
-    outside = _BACKTICKED.sub(" ", span)
+    outside = _INLINE_TAG.sub(" ", _BACKTICKED.sub(" ", span))  # a link's tag around prose is no code
     if _CODE_SYNTAX.search(outside):
         return True
     ticked = sum(len(m.group()) for m in _BACKTICKED.finditer(span))

@@ -30,6 +30,7 @@ from pipeline.claims.extraction import (
 )
 from pipeline.claims import claimify_turns
 from pipeline.claims.selection_turns import participants_of
+from pipeline.facts import names
 from pipeline.time import timeparse
 
 # What a resolved relative date writes: a day, a month or a year ("2026-03-03", "2026-03", "2025").
@@ -42,6 +43,7 @@ _HOLDER_STANCE = re.compile(r"^[A-Z][a-z]+(?: [A-Z][a-z]+)? (?:thinks|believes|f
                             r"expects|worries|prefers|suggested|suggests)\b")
 _PERSON = re.compile(r"\b([A-Z][a-z]{2,})\b")
 _MARKUP = re.compile(r"\*\*|__|`")
+_INLINE_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 _SPACES = re.compile(r"\s+")
 # Capitalised words that open sentences or name months and days, never people.
 _NOT_PEOPLE = frozenset("""The A An This That These Those It He She They We I Our Your Their His Her
@@ -51,7 +53,8 @@ Monday Tuesday Wednesday Thursday Friday Saturday Sunday Q1 Q2 Q3 Q4""".split())
 
 
 def _clean(text: str) -> str:
-    return _SPACES.sub(" ", _MARKUP.sub("", text)).strip()
+    """The statement without emphasis, code ticks and inline tags (a link's text stays)."""
+    return _SPACES.sub(" ", _MARKUP.sub("", _INLINE_TAG.sub("", text))).strip()
 
 
 def _people(text: str) -> list[str]:
@@ -103,7 +106,8 @@ def _claimify_turn(ctx: ChunkContext, passage: Passage, text: str, reason: str |
     added = [AddedContext(speaker, "speaker", passage.label)]
     drafts: list[DraftClaim] = []
     omitted = None
-    rewritten = claimify_turns.rewrite(sentence, speaker, participants)
+    rewritten = claimify_turns.rewrite(sentence, speaker, participants,
+                                       names.proper_words([p.text for p in ctx.passages]))
     if rewritten is not None and rewritten.unresolved:
         omitted = Omitted(passage.label, f"unresolved reference: {rewritten.unresolved!r}")
     elif rewritten is not None:

@@ -8,8 +8,10 @@
   crowded" → "Melanie thinks the festival was too crowded".
 - What the speaker reports of someone or something else stays attributed: "My sister adopted a
   puppy" → "Maria said that Maria's sister adopted a puppy".
-- "We" is the speaker and others ("We made pizza" → "John and others made pizza"); in a
-  conversation of two, "you" is the other participant.
+- "We" is the speaker and others, and what the speaker says of others with them stays their
+  report ("We made pizza" → "John said that John and others made pizza", "Dana and I agreed" →
+  "Ravi said that Dana and Ravi agreed", as the seed writes it); in a conversation of two, "you"
+  is the other participant.
 - Interjections and the names a sentence addresses are taken off its front ("Yeah Maria, I'm
   hoping ..." → "I'm hoping ..."); a shared photo's caption becomes a claim of its own.
 
@@ -170,9 +172,10 @@ class Rewrite(NamedTuple):
     unresolved: str | None = None   # the opening word that points at something the rules cannot name
 
 
-def rewrite(text: str, speaker: str, participants: Collection[str]) -> Rewrite | None:
+def rewrite(text: str, speaker: str, participants: Collection[str], names: Collection[str] = ()) -> Rewrite | None:
     """The claim for one sentence of `speaker`'s turn, without its photo tag; None when nothing is
-    left once the interjections and addressed names are off."""
+    left once the interjections and addressed names are off. `names` are the words the context
+    uses as names: a reported sentence's first word keeps its capital only when it is one."""
     others = [p for p in participants if p != speaker]
     listener = others[0] if len(others) == 1 else None
     core = strip_discourse(_FILLER_PHRASES.sub("", text), [*others, speaker])
@@ -190,30 +193,28 @@ def rewrite(text: str, speaker: str, participants: Collection[str]) -> Rewrite |
     pointing = _POINTING.match(body)
     if pointing:
         return Rewrite("", False, pointing.group(1))
-    about_speaker = bool(re.match(r"^(?:I|I['’](?:m|ve|ll|d)|we|we['’](?:re|ve|ll|d))\b", body, re.IGNORECASE))
+    # "I ..." is about the speaker alone; "We ...", "Dana and I ..." report others too, and stay the
+    # speaker's report (the seed's "Ravi said that Dana and Ravi agreed ...")
+    about_speaker = bool(re.match(r"^(?:I|I['’](?:m|ve|ll|d))\b", body))
     stance = about_speaker and bool(re.match(
         rf"^I\s+(?:(?:{'|'.join(sorted(_ADVERBS))})\s+)*(?:{'|'.join(sorted(STANCE_VERBS))})\b", body, re.IGNORECASE))
     others_phrase = f"{speaker} and others"
     # What the speaker says of someone else ("My sister adopted a puppy", "The class was full")
     # stays theirs to have said; a sentence that is about the speaker, whatever its grammatical
     # subject ("Iron Man is my top pick"), is a claim about them.
-    of_someone_else = bool(re.match(r"^my\s", body, re.IGNORECASE)) or not _SPEAKER_WORDS.search(body)
+    of_someone_else = (bool(re.match(r"^(?:my\s|we\b|we['’]|[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?\s+and\s+I\b)", body,
+                                     re.IGNORECASE)) or not _SPEAKER_WORDS.search(body))
     if about_speaker or not of_someone_else:
         claim = _replace_listener(_replace_first_person(lead + body, speaker, others_phrase), listener)
         attributed = stance
     else:
         reported = _replace_listener(_replace_first_person(lead + body, speaker, others_phrase), listener)
-        claim = f"{speaker} said that {reported[0].lower() + reported[1:] if not _is_name(reported) else reported}"
+        first_word = re.match(r"[\w-]+", reported)
+        keep = first_word is not None and (first_word.group() in names or first_word.group() in participants
+                                           or first_word.group() == speaker or first_word.group().isupper())
+        claim = f"{speaker} said that {reported if keep else reported[0].lower() + reported[1:]}"
         attributed = True
     claim = claim.strip().rstrip(",;:-–— ")
     if claim[-1:] not in ".!?":
         claim += "."
     return Rewrite(claim[0].upper() + claim[1:], attributed)
-
-
-def _is_name(text: str) -> bool:
-    """Whether the text opens on a capitalised word that is not a sentence's ordinary first word."""
-    first = text.split(" ", 1)[0]
-    return bool(first) and first[0].isupper() and first.lower() not in {
-        "the", "a", "an", "it", "this", "that", "these", "those", "there", "they", "he", "she", "their",
-        "his", "her", "its", "some", "all", "every", "each", "one", "when", "if", "after", "before"}

@@ -72,6 +72,30 @@ REFERENCE_CUES = _cues(
     r"\bconfidential(?:ity)? notice\b|\bthis (?:e-?mail|message) and any attachments\b",
     r"^page \d+(?: of \d+)?$",
 ) + (re.compile(r"^[A-Z][A-Za-z'’\-]+,\s+(?:[A-Z]\.\s*)+.*\b(?:1[89]|20)\d{2}"),)  # Doe, J. (2020)
+# Code, command lines, configuration and markup are structure: chunked and searchable, never a
+# claim (the seed's references_boilerplate). A statement is code when it opens like a line of a
+# program or a shell, reads like one (a call with arguments, an arrow, a brace or a semicolon at
+# its end, an assignment), or is mostly inline code; it is markup when it opens on a tag.
+CODE_CUES = (
+    re.compile(r"^(?:import|from\s+[\w.]+\s+import|def|class|async|await|return|const|let|var|function|"
+               r"export|except|raise|elif|yield|lambda|public|private|static|void|package|using|\$|#!|>>>|"
+               r"curl|pip|pip3|npm|npx|pnpm|yarn|docker|git|brew|uv|python|python3|node|cd|mkdir|export)\b"),
+    re.compile(r"^(?:@\w+|[{}\]\[)(]|</?[A-Za-z][\w.:-]*(?:[\s/>]|$))"),
+    re.compile(r"\w\([^()]*\w=|->|=>|:=|==|!=|\+=|[{};]\s*$|\)\s*[:{]\s*$|^\w+\s*=\s*\S|\w\.\w+\([^)]*\)"),
+)
+_INLINE_CODE = re.compile(r"`[^`]+`")
+# a statement whose text is more than this share of inline code is a line of code
+INLINE_CODE_SHARE = 0.4
+
+
+def is_code(text: str) -> bool:
+    """Whether a statement (as written, backticks included) is code or markup rather than prose."""
+    prose = _INLINE_CODE.sub(" ", text)
+    if any(cue.search(prose.strip()) for cue in CODE_CUES):
+        return True
+    return sum(len(m.group()) for m in _INLINE_CODE.finditer(text)) > INLINE_CODE_SHARE * len(text.strip())
+
+
 # Datelines and bylines say when and by whom the document was written, which is its said-on time
 # and author, never a statement about the world ("Written on 4 March 2026." is neither a claim nor
 # an entity named "Written").
@@ -321,7 +345,8 @@ def judge(passage: Passage, earlier: Sequence[Passage], section_role: str,
     text = plain(passage.text)
     row = passage.text.lstrip().startswith("|")
     previous = earlier[-1] if earlier else None
-    if section_role in DROP_SECTION_ROLES or _any(DROP_CUES["references_boilerplate"], text):
+    if section_role in DROP_SECTION_ROLES or _any(DROP_CUES["references_boilerplate"], text) \
+            or (not passage.speaker and is_code(passage.text)):
         return "drop", "references_boilerplate"
     if _any(QUESTION_CUES, text) or (passage.speaker and _any(TURN_QUESTION_CUES, text)):
         return "drop", "question"

@@ -22,28 +22,13 @@ vocabulary; a dependency parser would need model weights the rules backend must 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from pipeline.facts import names
+from pipeline.facts import names, personal
+from pipeline.facts.assertion import Assertion
 from pipeline.time import timeparse, windows
 
 VERSION = "rules-normalize-1"
-
-
-@dataclass(frozen=True)
-class Assertion:
-    ord: int
-    kind: str                       # relation | observation
-    subject: str                    # relation subject, or the entity an observation is about
-    statement: str                  # the observation's label; for relations, the claim text
-    predicate: str | None = None
-    object: str | None = None
-    attribute: str | None = None    # an observation's slot ("cutover date"); None for free statements
-    value: str | None = None        # the slot's value
-    negated: bool = False
-    change: bool = False            # the source says a new state begins here
-    ends: str | None = None         # "moved from X": the object of the relation this one ends
-    window_applies: bool = True     # the claim's stated window is this assertion's validity
 
 
 # --- verb table: (surface forms, predicate, passive) ------------------------------------------
@@ -258,10 +243,23 @@ _FOLLOWERS = frozenset("""the a an to in on for with about no its his her their 
 less by at from up down out over into one two three four five six seven eight nine ten eleven twelve""".split())
 
 
+# A capitalised first word followed by one of these opens an instruction ("Use the key", "Add it
+# to ...") or a fronted phrase, never a subject and its verb.
+_OBJECT_STARTS = frozenset("""the a an your my our their this that these those it them to for with in on at
+from all any each every up out some one""".split())
+# A table row read out ("Flag: --force, Description: Skip the prompt."): fields, not a statement.
+_FIELD_ROW = re.compile(r"^[^:,]{1,40}: [^,]+(?:, [^:,]{1,40}: .+)+$")
+# A list item's label ("Consistent Chronology: events stay in order"): the statement follows it.
+_ITEM_LABEL = re.compile(r"^(?:[A-Z][\w'’-]*(?: [\w'’-]+){0,4}):\s+(?=\S)")
+
+
 def _observation_subject(text: str) -> str | None:
     """The subject noun phrase of a statement, up to its first verb, when it names an entity."""
     proper = _PROPER_START.match(text)
     if proper and proper.group(1).split()[0] not in _NOT_NAMES and proper.group(1).lower() not in _COMMON_HEADS:
+        following = text[proper.end():].split(" ", 1)[0].lower()
+        if following in _OBJECT_STARTS:
+            return None  # "Use the API key": an instruction, its first word a verb
         return _entity_or_none(proper.group(1), sentence_initial=True)
     words = text.split()
     for i, word in enumerate(words[1:9], start=1):
@@ -278,8 +276,10 @@ def normalize_claim(claim: dict, topic: str | None = None) -> list[Assertion]:
     (`valid_from`, `valid_until`, `precision`, `kind`) as the claim stores them."""
     text = re.sub(r"\s+", " ", claim["claim_text"]).strip().rstrip(".")
     text = _LEADING_ADJUNCT.sub("", text)
+    if _FIELD_ROW.match(text):
+        return []
     label = re.match(r"^([^:]{1,40}):\s+(?=\S)", text)
-    if label and is_date_phrase(label.group(1)):
+    if label and (is_date_phrase(label.group(1)) or _ITEM_LABEL.match(text)):
         text = text[label.end():]
     text = text[:1].upper() + text[1:]
     if not text:
@@ -290,8 +290,16 @@ def normalize_claim(claim: dict, topic: str | None = None) -> list[Assertion]:
         holder = holder or ([_observation_subject(text)] if _observation_subject(text) else None)
         if not holder:
             return []
-        return [Assertion(ord=i, kind="observation", subject=h, statement=claim["claim_text"].strip())
-                for i, h in enumerate(holder)]
+        observed = [Assertion(ord=0, kind="observation", subject=h, statement=claim["claim_text"].strip())
+                    for h in holder]
+        # what the holder says of their own family and pets is still stated: "John said that John's
+        # daughter Sara ..." relates John and Sara
+        reported = personal.relations(text[attributed.end():].strip() if attributed else text)
+        return [replace(a, ord=i) for i, a in enumerate(observed + [r for r in reported
+                                                                   if r.predicate.startswith(("other:has_", "other:owns"))])]
+    life = personal.relations(text)
+    if life:
+        return [replace(a, ord=i, statement=claim["claim_text"].strip()) for i, a in enumerate(life)]
     for parse in (_plan, _move, _relations):
         found = parse(text, claim, topic)
         if found is not None:
@@ -464,10 +472,31 @@ def normalize_version(claims: list[dict], assertion_id) -> tuple[list[dict], lis
     return version_rows([(c, normalize_claim(c, topic)) for c in claims], assertion_id, VERSION)
 
 
+def named_only(assertions: list[Assertion], known: frozenset[str], common: frozenset[str],
+               speakers: frozenset[str]) -> list[Assertion]:
+    """The assertions whose entities are names (`names.is_name`): a relation to something that is
+    no name becomes an observation on its subject, an assertion about no name is left out."""
+    out = []
+    for a in assertions:
+        if not names.is_name(a.subject, known, common, speakers):
+            continue
+        if a.kind == "relation" and not names.is_name(a.object or "", known, common, speakers):
+            a = replace(a, kind="observation", predicate=None, object=None, negated=False, change=False, ends=None)
+        elif a.ends and a.ends != "*" and not names.is_name(a.ends, known, common, speakers):
+            a = replace(a, ends="*")
+        out.append(a)
+    return [replace(a, ord=i) for i, a in enumerate(dedupe(out))]
+
+
 def version_rows(found: list[tuple[dict, list[Assertion]]], assertion_id, normalizer: str
                  ) -> tuple[list[dict], list[dict]]:
     """Rows for one version's assertions, whichever backend read them: one document's claims
-    together, so that a lone first name can borrow the full name the same document used."""
+    together, so that a lone first name can borrow the full name the same document used, and so
+    that an entity is a word the document uses as a name (or one who speaks in it)."""
+    texts = [c["claim_text"] for c, _ in found if not _FIELD_ROW.match(c["claim_text"])]
+    speakers = names.speakers_in(found[0][0].get("opening") if found else None)
+    known, common = names.known_names(texts, speakers)
+    found = [(c, named_only(assertions, known, common, speakers)) for c, assertions in found]
     used = {n for _, assertions in found for a in assertions for n in (a.subject, a.object, a.ends) if n and n != "*"}
     expand = expand_first_names(used)
 
@@ -486,6 +515,14 @@ def version_rows(found: list[tuple[dict, list[Assertion]]], assertion_id, normal
         planned = [(c, a, windows.Window(day, None, "open", "said_on")
                     if w.source == "said_on" and _NOW.search(c["claim_text"]) else w) for c, a, w in planned]
     rows, mentions = [], {}
+    # Every name a claim uses is a mention, asserted about or not: "Gina lost their job at Door
+    # Dash" names Door Dash, whatever the relation rules make of the sentence.
+    named = [(claim, name) for claim, _ in found
+             for name in names.names_in(claim["claim_text"], known, common, speakers)]
+    for claim, name in named:
+        mentions.setdefault((mention_key(name), name), {
+            "doc_id": claim["doc_id"], "mention_key": mention_key(name), "surface": name,
+            "claim_id": claim["claim_id"], "asserted_at": claim.get("asserted_at")})
     for claim, a, window in planned:
         for name in (a.subject, a.object, a.ends):
             if name and name != "*":

@@ -161,10 +161,10 @@ def test_keep_flagged(statement: str, reason: str) -> None:
     assert judged(statement) == ("keep_flagged", reason)
 
 
-def test_a_bare_assent_and_an_empty_fragment_are_dropped_as_ambiguous() -> None:
-    # What "Agreed." answers is in another turn, which the rules cannot attach.
-    assert judged("Agreed.", speaker="Dana") == ("drop", "ambiguous")
-    assert judged("Great stuff.", speaker="Dana") == ("drop", "ambiguous")
+def test_a_bare_assent_is_no_info_and_praise_without_a_holder_an_opinion() -> None:
+    # An acknowledgement answers another turn and asserts nothing of its own.
+    assert judged("Agreed.", speaker="Dana") == ("drop", "no_info")
+    assert judged("Great stuff.", speaker="Dana") == ("drop", "opinion")
 
 
 @pytest.mark.parametrize("line", ["Participants: Dana, Ravi, Priya", "Attendees: Ravi, Dana",
@@ -279,9 +279,9 @@ def test_factual_statements_of_the_example_corpus_are_kept(
 @pytest.mark.parametrize("statement, expected", [
     ("Can the invoice system move to the new database without changes?", ("drop", "question")),
     ("Ravi, where is the schema change?", ("drop", "question")),
-    ("Thanks, both.", ("drop", "conclusion")),
+    ("Thanks, both.", ("drop", "no_info")),
     ("Same time tomorrow.", ("drop", "conclusion")),
-    ("Yes.", ("drop", "ambiguous")),
+    ("Yes.", ("drop", "no_info")),
     ("Billing migration kickoff notes, 15 January 2026.", ("drop", "references_boilerplate")),
     ("| Quarter | Billing errors |", ("drop", "intro")),
     ("Patching it would take as long as rewriting it.", ("keep_flagged", "hedged")),
