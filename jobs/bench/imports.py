@@ -38,12 +38,13 @@ PIECE_CHARS = 1000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("what", choices=("import", "import-vectors", "facts", "serve", "recall"),
+    parser.add_argument("what", choices=("import", "import-vectors", "facts", "serve", "recall", "docs"),
                         help="which benchmark: import (end to end against the corpus's embedding floor), "
                         "import-vectors (a Qdrant collection of chunk records against a folder of the same "
                         "documents), facts (adjudication rate and import time at N and 2N documents), serve "
-                        "(read-API latency under 1 and 8 clients against a bare pgvector query), or recall "
-                        "(LoCoMo evidence recall against retrieval over the raw turns)")
+                        "(read-API latency under 1 and 8 clients against a bare pgvector query), recall "
+                        "(LoCoMo evidence recall against retrieval over the raw turns), or docs (junk entities "
+                        "and claims on code in a memory of documentation pages)")
     parser.add_argument("--docs", type=int, default=2000, help="documents in the base corpus (default 2000)")
     parser.add_argument("--no-double", action="store_true",
                         help="skip the 2x run that checks time and driver memory scale")
@@ -53,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (default: a temp dir)")
     bench_serve.add_arguments(parser)
     bench_recall.add_arguments(parser)
+    from jobs.bench import docs as bench_docs
+
+    bench_docs.add_arguments(parser)
     from jobs.bench import import_vectors as bench_vectors   # it uses `run_child` from here
 
     bench_vectors.add_arguments(parser)
@@ -304,6 +308,11 @@ def main(args: argparse.Namespace) -> int:
     elif args.what == "recall":
         results = bench_recall.bench(args)
         print(bench_recall.render(results))
+    elif args.what == "docs":
+        from jobs.bench import docs as bench_docs
+
+        results = bench_docs.bench(args)
+        print(bench_docs.render(results))
     elif args.what == "import-vectors":
         from jobs.bench import import_vectors as bench_vectors
 

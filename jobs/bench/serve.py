@@ -57,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="serve: requests per operation and client count (default 200)")
     parser.add_argument("--clients", type=int, default=8,
                         help="serve: concurrent clients of the loaded run, beside 1 (default 8)")
-    parser.add_argument("--seed", type=int, default=5, help="serve: seed of the query draw (default 5)")
+    parser.add_argument("--seed", type=int, default=5, help="serve, docs: seed of the query draw or of the entities drawn (default 5)")
 
 
 def corpus_sizes(claims: int) -> tuple[int, int]:

@@ -139,7 +139,10 @@ define delete deploy disable download edit enable ensure explore export extend f
 handle implement import include initialize initialise inspect install learn limit list load log merge migrate
 modify monitor navigate open pass paste pick pin print provide pull push put read reduce register remove
 replace restart retrieve return review run save search see select send set sign skip specify start stop store
-switch test track try tune turn update upgrade upload use validate verify visit wrap write
+switch test track try tune turn update upgrade upload use validate verify visit wrap write keep make note
+take give let tell show leave mark treat think consider refer bring fill grant revoke rotate generate type
+enter press wait split join sort group count assign attach scope tag override adjust customize customise
+browse confirm increase point drop steer
 """.split())
 _FINITE = frozenset("""is are was were be been being has have had do does did can could will would should
 may might must shall isn't aren't wasn't weren't doesn't don't didn't can't won't""".split())
@@ -203,10 +206,24 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
         return False
     if name in known:
         return True
-    # the first word carries the proof: "Uses OpenAI" or "Consistent Chronology" opened a sentence;
-    # so do two capitalised words the document never writes in lower case ("Dana Kim", "Door Dash")
-    return content[0] in known or _marked(content[0]) or (
-        len(content) >= 2 and not any(w.lower() in common for w in content))
+    # the first word carries the proof ("Uses OpenAI" or "Consistent Chronology" opened a sentence),
+    # or the words are ones the document never writes in lower case ("Ravi", "Dana Kim", "Door Dash")
+    return content[0] in known or _marked(content[0]) or not any(w.lower() in common for w in content)
+
+
+def is_thing(phrase: str) -> bool:
+    """A lower-case noun phrase a relation names as its end ("data validation", "the schema change"
+    once cleaned): at most five plain words, opening on no function word or pronoun, ending on no
+    function word, holding no verb the rules know. Its first word may look like an instruction: the
+    relation's own verb came before it ("the search team")."""
+    words = phrase.split()
+    if not 1 <= len(words) <= 5 or not phrase[:1].islower() or _NAME_MARKUP.search(phrase):
+        return False
+    if not all(re.fullmatch(r"[a-z0-9][a-z0-9'’-]*", w) for w in words):
+        return False
+    first, last = words[0], words[-1]
+    return not (first in FUNCTION_WORDS or first in PRONOUNS or last in FUNCTION_WORDS
+                or last.endswith("ly") or any(w in _FINITE for w in words))
 
 
 def known_names(texts: list[str], speakers: frozenset[str] = frozenset()) -> tuple[frozenset[str], frozenset[str]]:

@@ -473,16 +473,21 @@ def normalize_version(claims: list[dict], assertion_id) -> tuple[list[dict], lis
 
 
 def named_only(assertions: list[Assertion], known: frozenset[str], common: frozenset[str],
-               speakers: frozenset[str]) -> list[Assertion]:
-    """The assertions whose entities are names (`names.is_name`): a relation to something that is
-    no name becomes an observation on its subject, an assertion about no name is left out."""
+               speakers: frozenset[str], topic: str | None = None) -> list[Assertion]:
+    """The assertions whose entities are names (`names.is_name`), the document's topic, or a thing
+    the source names in lower case ("Priya owns data validation", `names.is_thing`): a relation to
+    something that is none of these becomes an observation on its subject, an assertion about none
+    of these is left out. A capitalised phrase that is no name ("Use", "If you") is never a thing."""
+    def named(phrase: str) -> bool:
+        return phrase == topic or names.is_thing(phrase) or names.is_name(phrase, known, common, speakers)
+
     out = []
     for a in assertions:
-        if not names.is_name(a.subject, known, common, speakers):
+        if not named(a.subject):
             continue
-        if a.kind == "relation" and not names.is_name(a.object or "", known, common, speakers):
+        if a.kind == "relation" and not named(a.object or ""):
             a = replace(a, kind="observation", predicate=None, object=None, negated=False, change=False, ends=None)
-        elif a.ends and a.ends != "*" and not names.is_name(a.ends, known, common, speakers):
+        elif a.ends and a.ends != "*" and not named(a.ends):
             a = replace(a, ends="*")
         out.append(a)
     return [replace(a, ord=i) for i, a in enumerate(dedupe(out))]
@@ -496,7 +501,8 @@ def version_rows(found: list[tuple[dict, list[Assertion]]], assertion_id, normal
     texts = [c["claim_text"] for c, _ in found if not _FIELD_ROW.match(c["claim_text"])]
     speakers = names.speakers_in(found[0][0].get("opening") if found else None)
     known, common = names.known_names(texts, speakers)
-    found = [(c, named_only(assertions, known, common, speakers)) for c, assertions in found]
+    topic = version_topic([c for c, _ in found]) if found else None
+    found = [(c, named_only(assertions, known, common, speakers, topic)) for c, assertions in found]
     used = {n for _, assertions in found for a in assertions for n in (a.subject, a.object, a.ends) if n and n != "*"}
     expand = expand_first_names(used)
 
