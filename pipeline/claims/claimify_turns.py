@@ -166,6 +166,24 @@ def _replace_listener(text: str, listener: str | None) -> str:
     return text
 
 
+# Where a clause of its own begins after a pointing opening: a comma, a dash, or a conjunction.
+_CLAUSE_BREAK = re.compile(r"\s*(?:[,;:]|\s[-–—]\s)\s*(?:(?:but|and|so|because|since|as)\s+)?|\s+(?:but|and|so|because)\s+")
+_OWN_CLAUSE = re.compile(r"(?:I|I['’](?:m|ve|ll|d))\s+(?!(?:bet|guess|mean|hope|wish|know|think|agree|can imagine|can tell)\b)"
+                         r"[a-z]")
+
+
+def _speaker_clause(rest: str) -> str | None:
+    """The first clause after a comma, dash or conjunction that opens on the speaker ("I ..."), up
+    to the next break; None when there is none."""
+    for found in _CLAUSE_BREAK.finditer(rest):
+        tail = rest[found.end():]
+        if _OWN_CLAUSE.match(tail):
+            end = _CLAUSE_BREAK.search(tail)
+            clause = tail[:end.start()] if end else tail
+            return clause if len(clause.split()) >= 3 else None
+    return None
+
+
 class Rewrite(NamedTuple):
     text: str
     attributed: bool
@@ -192,7 +210,12 @@ def rewrite(text: str, speaker: str, participants: Collection[str], names: Colle
         body = ("I have " if first == "been" else "I ") + body[0].lower() + body[1:]
     pointing = _POINTING.match(body)
     if pointing:
-        return Rewrite("", False, pointing.group(1))
+        # "It wasn't easy, but I'm proud of what I achieved": what points back stays out, and the
+        # clause the speaker says of themselves stands on its own
+        own = _speaker_clause(body[pointing.end():])
+        if own is None:
+            return Rewrite("", False, pointing.group(1))
+        lead, body = "", own
     # "I ..." is about the speaker alone; "We ...", "Dana and I ..." report others too, and stay the
     # speaker's report (the seed's "Ravi said that Dana and Ravi agreed ...")
     about_speaker = bool(re.match(r"^(?:I|I['’](?:m|ve|ll|d))\b", body))
