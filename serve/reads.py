@@ -12,6 +12,7 @@ from typing import Any
 from uuid import UUID
 
 from pipeline.facts.names import named_in
+from pipeline.time.timeparse import asks_when
 from serve import models as m
 from serve.retrieval import facts as facts_retrieval
 from serve.retrieval import fusion
@@ -235,9 +236,14 @@ async def claims_and_sources_context(conn: Conn, query: str, *, k: int = 50, can
         if named:
             nominated["claims_named"] = await read_queries.nominate(conn, "claims", "semantic", query, vector,
                                                                     candidate_k, named)
+    if vector is not None and asks_when(query):
+        # A question that asks for a time is answered by a claim whose world time is known: those
+        # claims, by meaning, are a channel of their own.
+        nominated["claims_dated"] = await read_queries.nominate(conn, "claims", "semantic", query, vector,
+                                                                candidate_k, entity_ids, dated=True)
     # One fused ranking over claims and chunks: a caller sees which claim outranks which chunk.
     # Within one table it is the order of that table's two channels fused alone.
-    fused = fusion.signals(nominated)
+    fused = fusion.signals(nominated, fusion.CHANNEL_WEIGHTS)
     of = {table: [i for i, found in fused.items() if next(iter(found)).startswith(table)]
           for table in ("claims", "chunks")}
     claims = await read_queries.confirm_claims(conn, of["claims"])

@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 
 from serve import admission
 from serve.app import DeploymentInfo, build_app, open_pools
+from serve.retrieval.fusion import CHANNEL_WEIGHTS
 from sql.write import reconcile
 from tests.test_facts import write
 from tests.test_import import do_import
@@ -170,11 +171,11 @@ def test_claims_and_chunks_come_in_one_ranking_that_both_lists_follow(api):
     assert [i for i in ids if i in chunk_ids] == chunk_ids
     scores = [r["score"] for r in ranking]
     assert scores == sorted(scores, reverse=True)
-    for r in ranking:   # the score is the sum of what each channel contributed: 1 / (60 + rank)
-        assert r["signals"] and set(r["signals"]) <= {"claims_semantic", "claims_bm25", "claims_named",
+    for r in ranking:   # the score is the sum of what each channel contributed: weight / (60 + rank)
+        assert r["signals"] and set(r["signals"]) <= {"claims_semantic", "claims_bm25", "claims_named", "claims_dated",
                                                       "chunks_semantic", "chunks_bm25"}
         assert abs(sum(r["signals"].values()) - r["score"]) < 1e-9
-        assert all(0 < s <= 1 / 61 for s in r["signals"].values())
+        assert all(0 < s <= CHANNEL_WEIGHTS.get(c, 1) / 61 for c, s in r["signals"].items())
 
 
 def test_the_entities_a_question_names_nominate_the_claims_about_them(api):

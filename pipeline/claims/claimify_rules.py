@@ -18,6 +18,7 @@ as written when they stand alone by the rules above.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from pipeline.claims.extraction import (
     AddedContext,
@@ -97,24 +98,48 @@ def _table_row(ctx: ChunkContext, passage: Passage) -> str | None:
     return ", ".join(f"{_clean(n)}: {_clean(c)}" for n, c in zip(names, cells) if c) + "."
 
 
-def _claimify_turn(ctx: ChunkContext, passage: Passage, text: str, reason: str | None
-                   ) -> tuple[list[DraftClaim], Omitted | None]:
-    """A sentence of a turn in the third person (`claimify_turns`), and the photo it shares."""
-    speaker = passage.speaker
-    participants = {p.speaker for p in ctx.passages if p.speaker} | set(participants_of(ctx.header))
-    sentence, caption = claimify_turns.photo_caption(text)
-    added = [AddedContext(speaker, "speaker", passage.label)]
-    drafts: list[DraftClaim] = []
-    omitted = None
-    rewritten = claimify_turns.rewrite(sentence, speaker, participants,
-                                       names.proper_words([p.text for p in ctx.passages]))
-    if rewritten is not None and rewritten.unresolved:
-        omitted = Omitted(passage.label, f"unresolved reference: {rewritten.unresolved!r}")
-    elif rewritten is not None:
-        drafts.append(_dated(ctx, passage, rewritten.text, added, rewritten.attributed))
-    if caption:
-        drafts.append(_dated(ctx, passage, claimify_turns.photo_claim(speaker, caption), added, False))
-    return drafts, None if drafts else omitted
+class _TurnClaims:
+    """Claimify for the sentences of conversation turns, in document order: each sentence in the
+    third person (`claimify_turns`), and the photo it shares. A sentence that points back ("It was
+    rich and creamy") joins the claim the sentence just before it in the same turn made, citing
+    both: the seed's claim that keeps an assertion together across sentences. With nothing to
+    join, it is omitted as an unresolved reference."""
+
+    def __init__(self, ctx: ChunkContext) -> None:
+        self.ctx = ctx
+        self.participants = {p.speaker for p in ctx.passages if p.speaker} | set(participants_of(ctx.header))
+        self.names = names.proper_words([p.text for p in ctx.passages])
+        self.drafts: list[DraftClaim] = []
+        self.omitted: list[Omitted] = []
+        self._open: tuple[Passage, str, bool, tuple[str, ...]] | None = None  # origin, text, attributed, cited
+
+    def add(self, passage: Passage, text: str) -> None:
+        speaker = passage.speaker
+        sentence, caption = claimify_turns.photo_caption(text)
+        rewritten = claimify_turns.rewrite(sentence, speaker, self.participants, self.names)
+        open_claim = self._open if self._open and self._open[0].turn_id == passage.turn_id else None
+        if rewritten is not None and rewritten.unresolved:
+            joined = claimify_turns.continuation(sentence, speaker, self.participants) if open_claim else None
+            if joined:
+                origin, claim, attributed, cited = open_claim
+                self._open = (origin, f"{claim.rstrip('.!?')}; {joined}.", attributed, cited + (passage.label,))
+            elif not caption:
+                self.close()
+                self.omitted.append(Omitted(passage.label, f"unresolved reference: {rewritten.unresolved!r}"))
+        elif rewritten is not None:
+            self.close()
+            self._open = (passage, rewritten.text, rewritten.attributed, (passage.label,))
+        if caption:
+            self.drafts.append(_dated(self.ctx, passage, claimify_turns.photo_claim(speaker, caption),
+                                      [AddedContext(speaker, "speaker", passage.label)], False))
+
+    def close(self) -> None:
+        """The open claim is finished: the next sentence is no continuation of it."""
+        if self._open:
+            origin, claim, attributed, cited = self._open
+            draft = _dated(self.ctx, origin, claim, [AddedContext(origin.speaker, "speaker", origin.label)], attributed)
+            self.drafts.append(replace(draft, cited=cited))
+            self._open = None
 
 
 def claimify_passage(ctx: ChunkContext, passage: Passage, reason: str | None = None
@@ -127,9 +152,6 @@ def claimify_passage(ctx: ChunkContext, passage: Passage, reason: str | None = N
     text = _clean(passage.text)
     added: list[AddedContext] = []
     attributed = False
-
-    if passage.speaker:
-        return _claimify_turn(ctx, passage, text, reason)
     pronoun = _OPENING_PRONOUN.match(text)
     if pronoun:
         prior = _previous(ctx, passage)
@@ -166,11 +188,17 @@ def claimify_rules(ctx: ChunkContext, selection: SelectionResult) -> ClaimifyRes
     kept = {s.label: s.reason for s in selection.statements if s.outcome in ("keep", "keep_flagged")}
     drafts: list[DraftClaim] = []
     omitted: list[Omitted] = []
+    turns = _TurnClaims(ctx)
     for passage in ctx.target:
         if passage.label not in kept:
+            turns.close()
+            continue
+        if passage.speaker:
+            turns.add(passage, _clean(passage.text))
             continue
         made, why = claimify_passage(ctx, passage, kept[passage.label])
         drafts.extend(made)
         if why:
             omitted.append(why)
-    return ClaimifyResult(tuple(drafts), tuple(omitted))
+    turns.close()
+    return ClaimifyResult(tuple(drafts + turns.drafts), tuple(omitted + turns.omitted))

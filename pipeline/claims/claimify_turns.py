@@ -184,6 +184,26 @@ def _speaker_clause(rest: str) -> str | None:
     return None
 
 
+def continuation(text: str, speaker: str, participants: Collection[str]) -> str | None:
+    """A sentence that points back ("It was rich and creamy", "They make me feel free") as the
+    continuation of the claim the sentence before it in the same turn made: the speaker's and the
+    listener's words replaced, its pointing word kept, since the claim it joins says what it is;
+    None when nothing is left once the talk is off."""
+    others = [p for p in participants if p != speaker]
+    listener = others[0] if len(others) == 1 else None
+    core = strip_discourse(_FILLER_PHRASES.sub("", text), [*others, speaker])
+    if len(core.split()) < 3:
+        return None
+    core = _replace_listener(_replace_first_person(core, speaker, f"{speaker} and others"), listener)
+    core = core.strip().rstrip(".!?,;:-–— ")
+    return core if core.startswith(speaker) else core[0].lower() + core[1:]
+
+
+# An adverb opening a noun phrase ("Just the act of serving meals was ..."), not a dropped "I".
+_NOUN_PHRASE_NEXT = re.compile(r"^\w+\s+(?:the|a|an|this|that|these|those|my|your|our|their|his|her|its|"
+                               r"some|any|every|all|no)\b", re.IGNORECASE)
+
+
 class Rewrite(NamedTuple):
     text: str
     attributed: bool
@@ -206,7 +226,8 @@ def rewrite(text: str, speaker: str, participants: Collection[str], names: Colle
     adjunct = _OPENING_ADJUNCT.match(core)
     lead, body = (core[:adjunct.end()], core[adjunct.end():]) if adjunct else ("", core)
     first = body.split(" ", 1)[0].lower()
-    if first in ELIDED_SUBJECT_OPENERS and not re.match(r"^(?:I|we|just like)\b", body, re.IGNORECASE):
+    if first in ELIDED_SUBJECT_OPENERS and not re.match(r"^(?:I|we|just like)\b", body, re.IGNORECASE) \
+            and not _NOUN_PHRASE_NEXT.match(body):
         body = ("I have " if first == "been" else "I ") + body[0].lower() + body[1:]
     pointing = _POINTING.match(body)
     if pointing:

@@ -131,6 +131,8 @@ you your our my their his her i me us them between before after during instead n
 however otherwise than like such other another same own few several much less very too please let
 since until till unlike maybe perhaps hopefully
 """.split())
+NUMBER_WORDS = frozenset("""one two three four five six seven eight nine ten eleven twelve twenty thirty forty
+fifty hundred thousand million first second third once twice""".split())
 # Verbs that open an instruction in documentation ("Configure the webhook", "Enable Graph Memory"):
 # as a name's first word they show the run is a sentence, not a name.
 INSTRUCTION_VERBS = frozenset("""
@@ -170,7 +172,7 @@ def proper_words(texts: list[str]) -> frozenset[str]:
     common = common_words(texts)
     return document_names(texts) | frozenset(
         w for text in texts for w in _CAPITALISED_WORD.findall(text)
-        if w.lower() not in common and w.lower() not in FUNCTION_WORDS | PRONOUNS | INSTRUCTION_VERBS)
+        if w.lower() not in common and w.lower() not in FUNCTION_WORDS | PRONOUNS | INSTRUCTION_VERBS | NUMBER_WORDS)
 
 
 def _marked(word: str) -> bool:

@@ -765,3 +765,14 @@ def apply_replacements(text: str, replacements: Sequence[Replacement]) -> str:
         cursor = r.end
     out.append(text[cursor:])
     return "".join(out)
+
+
+# A question that asks for a time: its answer is a date, so claims whose world time is known
+# answer it best ("When did Melanie paint a sunrise?", "What year did John start?").
+_ASKS_WHEN = re.compile(r"^\W*(?:when|what\s+(?:date|day|year|month|time|week)|which\s+(?:date|day|year|month|week)|"
+                        r"how\s+long\s+ago|in\s+what\s+(?:year|month)|since\s+when)\b", re.IGNORECASE)
+
+
+def asks_when(question: str) -> bool:
+    """Whether a question asks when something happened or holds."""
+    return bool(_ASKS_WHEN.search(question))

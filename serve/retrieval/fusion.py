@@ -1,8 +1,15 @@
-"""Reciprocal rank fusion of ranked candidate lists (the seed's RRF, k = 60)."""
+"""Reciprocal rank fusion of ranked candidate lists (the seed's RRF, k = 60), weighted per channel."""
 
 from __future__ import annotations
 
 RRF_K = 60
+# What one rank in a channel is worth, by the kind of text it ranks (1 where not named). Meaning is
+# precise on a claim, one decontextualised sentence, and diluted over a chunk of several turns or
+# paragraphs; rare words are the reverse: a chunk that holds the question's rare words is a strong
+# hit, a short claim that shares one common word is a weak one. Measured on the LoCoMo development
+# conversations with `corpusmem bench recall` (README, "Retrieval quality"), each weight kept only
+# because it held on every conversation left out of its choice.
+CHANNEL_WEIGHTS = {"claims_bm25": 0.5, "chunks_semantic": 0.5, "chunks_bm25": 1.5}
 
 
 def fuse(channels: list[list[str]]) -> list[str]:
@@ -11,11 +18,14 @@ def fuse(channels: list[list[str]]) -> list[str]:
     return list(signals(dict(enumerate(channels))))
 
 
-def signals(channels: dict[str, list[str]]) -> dict[str, dict[str, float]]:
-    """{id: {channel: 1 / (60 + rank)}} for every id a named channel ranked, best fused score
-    first (ties by id): the fused order with what each channel contributed to it."""
+def signals(channels: dict[str, list[str]], weights: dict[str, float] | None = None) -> dict[str, dict[str, float]]:
+    """{id: {channel: weight / (60 + rank)}} for every id a named channel ranked, best fused score
+    first (ties by id): the fused order with what each channel contributed to it. A channel absent
+    from `weights` weighs 1."""
+    weights = weights or {}
     found: dict[str, dict[str, float]] = {}
     for name, ids in channels.items():
+        weight = weights.get(str(name), 1.0)
         for rank, item in enumerate(ids, start=1):
-            found.setdefault(item, {})[str(name)] = 1.0 / (RRF_K + rank)
+            found.setdefault(item, {})[str(name)] = weight / (RRF_K + rank)
     return dict(sorted(found.items(), key=lambda kv: (-sum(kv[1].values()), kv[0])))

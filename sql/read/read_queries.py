@@ -200,13 +200,15 @@ _ABOUT = {table: f"{key} IN (SELECT memory_v1_private.ids_about('{table}', %(abo
 
 
 async def nominate(conn: Conn, table: str, channel: str, query: str, vector: Any, k: int,
-                   about: list[str] | None = None) -> list[str]:
+                   about: list[str] | None = None, dated: bool = False) -> list[str]:
     """Nominated ids of `claims` or `chunks`, best first, from one channel: the question's words
     weighted by rarity (`bm25`, `memory_v1_private.lexical_nominate`, which the query space's
     lexical functions call too) or pgvector cosine distance (`semantic`); only those about the
-    entities `about` when given."""
+    entities `about` when given, only claims whose world time is known when `dated` (semantic)."""
     key = _SEARCHABLE[table]  # a fixed name, never caller text
     restrict = f" AND {_ABOUT[table]}" if about else ""
+    if dated and table == "claims":
+        restrict += " AND claim_valid_precision <> 'unknown'"
     if channel == "bm25":
         sql = ("SELECT id::text FROM memory_v1_private.lexical_nominate(%(table)s, %(q)s, %(k)s, %(about)s::uuid[])"
                " ORDER BY ord")
