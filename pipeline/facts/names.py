@@ -8,8 +8,10 @@ migration).
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
+from collections import Counter
 
 DETERMINERS = frozenset({"the", "a", "an", "our", "their", "his", "her", "its", "this", "that", "these",
                          "those", "my", "your"})
@@ -109,8 +111,8 @@ def topic_from_title(title: str | None) -> str | None:
     while words and words[0].lower() in DETERMINERS:
         words = words[1:]
     topic = " ".join(words).strip(" -")
-    if not topic or not is_entity(topic) or len(words) > 6:
-        return None
+    if not topic or not is_entity(topic) or len(words) > 6 or any(w.isdigit() for w in words):
+        return None  # "Conversation 41, session 3" numbers a document; it names nothing it is about
     if len(words) > 1 and all(w[:1].islower() for w in words[1:]) and not words[0][1:2].isupper():
         topic = topic[:1].lower() + topic[1:]  # a sentence-case title: "Billing migration" is a common noun phrase
     return topic
@@ -126,7 +128,7 @@ def topic_from_title(title: str | None) -> str | None:
 FUNCTION_WORDS = frozenset("""
 a an the if unless when whenever while because although though to any what how why where which whether
 as so and or but then also only just even each every all some many more most no not both either neither
-for from with without by of in on at into onto via per this that these those there here it its they we
+for from with without by of in on at into onto via per about around across through toward towards upon within this that these those there here it its they we
 you your our my their his her i me us them between before after during instead now once still yet
 however otherwise than like such other another same own few several much less very too please let
 since until till unlike maybe perhaps hopefully
@@ -152,14 +154,19 @@ may might must shall isn't aren't wasn't weren't doesn't don't didn't can't won'
 _CONNECTORS = frozenset({"of", "and", "&", "de", "du", "da", "la", "le", "von", "van", "der", "the", "for", "on",
                          "in", "y", "e", "di", "del"})
 _NAME_MARKUP = re.compile(r"[`<>{}\[\]()$=|\\#@*~^\":/]|\w[_.]\w")
-_MID_SENTENCE_CAPITAL = re.compile(r"(?<=[a-z)] )[A-Z][\w'’&.-]*(?:\s+[A-Z][\w'’&.-]*)*")
+# A word of a name: a dot only inside it ("Node.js"), never one that ends a sentence.
+_NAME_WORD = r"[\w'’&-]*(?:\.[\w'’&-]+)*"
+_MID_SENTENCE_CAPITAL = re.compile(rf"(?<=[a-z)] )[A-Z]{_NAME_WORD}(?:[ \t]+[A-Z]{_NAME_WORD})*")
 
 
-def document_names(texts: list[str]) -> frozenset[str]:
-    """Words a document writes capitalised after a lower-case word (each word of such a run): the
-    words it uses as names."""
-    return frozenset(word.rstrip(".'’").removesuffix("'s").removesuffix("’s")
-                     for text in texts for m in _MID_SENTENCE_CAPITAL.finditer(text) for word in m.group().split())
+def document_names(texts: list[str], *, english_twice: bool = False) -> frozenset[str]:
+    """Words a document writes capitalised after a lower-case word (each word of such a run, and
+    the run itself): the words it uses as names. With `english_twice`, an English word counts only when the document
+    writes it so twice: one "the Process" in a list of links is a heading's word, not a name."""
+    runs = [m.group() for text in texts for m in _MID_SENTENCE_CAPITAL.finditer(text)]
+    found = Counter(word.rstrip(".'’").removesuffix("'s").removesuffix("’s") for run in runs for word in run.split())
+    whole = {clean(run) for run in runs if " " in run.strip()}   # "San Francisco" is known as itself
+    return frozenset(w for w, n in found.items() if not english_twice or n >= 2 or not is_english_word(w)) | whole
 
 
 _CAPITALISED_WORD = re.compile(r"(?<![\w'’])[A-Z][\w'’&-]*")
@@ -175,9 +182,78 @@ def proper_words(texts: list[str]) -> frozenset[str]:
         if w.lower() not in common and w.lower() not in FUNCTION_WORDS | PRONOUNS | INSTRUCTION_VERBS | NUMBER_WORDS)
 
 
+@functools.cache
+def english_words() -> frozenset[str]:
+    """English words in lower case, from the `english-words` package: those Webster's Second
+    writes in lower case ("prepare", "feedback", "low"), and the newer words of GCIDE ("automate",
+    "database") that Webster's does not list as a proper name. Never "Ravi" or "John"."""
+    from english_words import get_english_words_set
+
+    webster = get_english_words_set(["web2"], alpha=True)
+    proper = {w.lower() for w in webster if w[:1].isupper()}
+    newer = get_english_words_set(["gcide"], alpha=True, lower=True) - proper
+    return frozenset({w for w in webster if w[:1].islower()} | newer)
+
+
+# The share of people the given names cover, most common first: beyond it the census lists rare
+# spellings that are mostly ordinary words ("Young", "Soon", "Precious").
+GIVEN_NAMES_COVER = 85.0
+
+
+@functools.cache
+def given_names() -> frozenset[str]:
+    """Common given names, lower-cased, from the 1990 US census lists the `names` package ships
+    (those covering `GIVEN_NAMES_COVER` % of people), without function words, instructions and
+    names of two letters: "marco", "maria", "grace"."""
+    import names as census
+
+    found = set()
+    for kind in ("first:male", "first:female"):
+        with open(census.FILES[kind], encoding="ascii") as listing:
+            for line in listing:
+                name, _, cumulative, _ = line.split()
+                if float(cumulative) <= GIVEN_NAMES_COVER:
+                    found.add(name.lower())
+    return frozenset(n for n in found if len(n) > 2 and n not in FUNCTION_WORDS | INSTRUCTION_VERBS | PRONOUNS)
+
+
+def is_english_word(word: str) -> bool:
+    """Whether the dictionary holds the word in lower case, or its stem: "Prepares", "Tailors",
+    "Deployments", "Filtered", "Logging" are words; "Ravi" is not, nor a common given name the
+    dictionary also lists ("Marco", "Grace"). A hyphenated word is one when each part is
+    ("Zero-latency", "Long-term")."""
+    lowered = word.lower().replace("’", "'").removesuffix("'s")
+    if lowered in given_names():
+        return False
+    return all(any(stem in english_words() for stem in _stems(p)) for p in lowered.split("-") if p)
+
+
+def _stems(word: str) -> list[str]:
+    """The word and what an English suffix may have been added to: -s, -es, -ies, -ed, -ing, -er, -ment, -ly."""
+    stems = [word]
+    for suffix, back in (("ies", "y"), ("es", ""), ("s", ""), ("ied", "y"), ("ed", ""), ("ed", "e"), ("ing", ""),
+                         ("ing", "e"), ("ments", ""), ("ment", ""), ("ers", ""), ("er", ""), ("ly", ""), ("ation", "e"),
+                         ("ations", "e"), ("ization", "ize"), ("izations", "ize"), ("ality", "al")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            stems.append(word[:-len(suffix)] + back)
+    if len(word) > 4 and word[-1] == word[-2] == word[-3]:
+        stems.append(word[:-1])
+    for stem in list(stems[1:]):
+        if len(stem) > 3 and stem[-1] == stem[-2]:
+            stems.append(stem[:-1])  # "logging" → "logg" → "log"
+    return stems
+
+
 def _marked(word: str) -> bool:
     """A capital or a digit inside the word: "TypeScript", "Mem0", "API", "iPhone"."""
     return any(ch.isdigit() or ch.isupper() for ch in word[1:]) or (word[:1].islower() and any(ch.isupper() for ch in word))
+
+
+_HONORIFICS = frozenset({"dr", "mr", "mrs", "ms", "mx", "prof", "sir", "madam", "st"})
+_UNIT_OR_VERSION = re.compile(r"[KMGTP]i?B|[KMG]Hz|Q[1-4]|[Vv]\d+(?:\.\d+)*|H[1-6]|ms|px|kg|km|I{2,3}|IV|VI{1,3}|IX")
+# Words of talk that open a run of capitals without being part of a name.
+INTERJECTIONS = frozenset("""ok okay hey hi hello yo wow woah whoa yay yeah yep yup nope oh ooh aw aww haha lol omg
+mmm mm hmm oof ouch ugh phew oops yikes looky cheers thanks congrats bye""".split())
 
 
 def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset(),
@@ -188,16 +264,28 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
     if name in speakers:
         return True
     words = name.split()
-    if not words or len(words) > 6 or name.startswith("-") or _NAME_MARKUP.search(name):
+    if not words or len(words) > 6 or name.startswith("-") or _NAME_MARKUP.search(name) or "_" in name \
+            or re.search(r"\.\s|,|n['’]t\b", name):
         return False
-    if not any(ch.isalpha() for ch in name) or all(w.lower() in _CALENDAR for w in words) or name[0].isdigit():
-        return False  # a number, a quantity ("10M", "200-400ms") or a date is a value, not a name
+    if words[0].lower() in INTERJECTIONS:
+        return False  # "OK", "Hey Jo", "Wow": talk, and the name after it is tried alone
+    if any("-" in w and w.rsplit("-", 1)[1][:1].islower() for w in words):
+        return False  # "HIPAA-compliant", "LLM-based", "Multi-tool": a compound adjective, not a name
+    if not any(ch.isalpha() for ch in name) or all(w.lower() in _CALENDAR for w in words) or name[0].isdigit() \
+            or _UNIT_OR_VERSION.fullmatch(name):
+        return False  # a number, a quantity ("10M", "200-400ms", "MB", "Q1", "V3") or a date is a value
+    if all(w.isupper() for w in words) and any(is_english_word(w) and len(w) >= 4 for w in words):
+        return False  # "INPUT FROM TASK", "NEGATIVE": a shouted label or value, not a name
     lowered = [w.lower().strip(",.;:!?") for w in words]
+    if len(words) == 1 and lowered[0] in _HONORIFICS:
+        return False  # "Dr" alone is the title of a name the run goes on with
+    if re.split(r"['’]", lowered[0])[0] in PRONOUNS:
+        return False  # "I'm", "It's"
     if lowered[0] in FUNCTION_WORDS or lowered[0] in PRONOUNS or lowered[0] in _CONNECTORS \
             or lowered[0] in INSTRUCTION_VERBS:
         return False
-    if len(words) == 1 and lowered[0].endswith(("ly", "ed", "ing")) and not _marked(words[0]):
-        return False  # "Seamlessly", "Created", "Passing": an adverb or a verb form, not a name
+    if len(words) == 1 and lowered[0].endswith(("ly", "ed", "ing", "able", "ible")) and not _marked(words[0]):
+        return False  # "Seamlessly", "Created", "Passing", "Configurable": no name
     if any(w in _FINITE for w in lowered) or lowered[-1] in FUNCTION_WORDS:
         return False
     content = [w for w, low in zip(words, lowered) if low not in _CONNECTORS]
@@ -206,34 +294,47 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
     if all(w.lower() in common or w.lower().rstrip("s") in common for w in content if not _marked(w)) \
             and not all(_marked(w) for w in content):
         return False
+    if not speakers and all(is_english_word(w) and not _marked(w) for w in content):
+        return False  # documentation's "Documentation", "Voice Configuration": words of a heading
     if name in known:
         return True
-    # the first word carries the proof ("Uses OpenAI" or "Consistent Chronology" opened a sentence),
-    # or the words are ones the document never writes in lower case ("Ravi", "Dana Kim", "Door Dash")
-    return content[0] in known or _marked(content[0]) or not any(w.lower() in common for w in content)
+    if len(content) > 1 and is_english_word(content[0]) and not _marked(content[0]) and content[0] not in known:
+        return False  # "Lucky John", "Glad Max": a word before the name, which is tried alone
+    # the first word carries the proof ("Uses OpenAI" or "Consistent Chronology" opened a sentence):
+    # a name the document uses, a marked word, or a word the document never writes in lower case
+    # and English does not know ("Ravi", "Dana Kim"; never "Prepares" or "Feedback" opening a line)
+    return content[0] in known or _marked(content[0]) or (
+        not any(w.lower() in common for w in content) and not is_english_word(content[0]))
 
 
 def is_thing(phrase: str) -> bool:
     """A lower-case noun phrase a relation names as its end ("data validation", "the schema change"
-    once cleaned): at most five plain words, opening on no function word or pronoun, ending on no
-    function word, holding no verb the rules know. Its first word may look like an instruction: the
-    relation's own verb came before it ("the search team")."""
+    once cleaned): at most four plain words, opening on no function word or pronoun, ending on no
+    function word, holding no verb the rules know and no adverb. Its first word may look like an
+    instruction: the relation's own verb came before it ("the search team")."""
     words = phrase.split()
-    if not 1 <= len(words) <= 5 or not phrase[:1].islower() or _NAME_MARKUP.search(phrase):
+    if not 1 <= len(words) <= 4 or not phrase[:1].islower() or _NAME_MARKUP.search(phrase):
         return False
     if not all(re.fullmatch(r"[a-z0-9][a-z0-9'’-]*", w) for w in words):
         return False
     first, last = words[0], words[-1]
-    return not (first in FUNCTION_WORDS or first in PRONOUNS or last in FUNCTION_WORDS
-                or last.endswith("ly") or any(w in _FINITE for w in words))
+    if first in FUNCTION_WORDS or first in PRONOUNS or last in FUNCTION_WORDS or any(w in _FINITE for w in words):
+        return False
+    return not any(w.endswith("ly") for w in words)
+
+
+_ATTRIBUTION = re.compile(r"^[A-Z][\w'’-]*(?: [A-Z][\w'’-]*)? said that ")
 
 
 def known_names(texts: list[str], speakers: frozenset[str] = frozenset()) -> tuple[frozenset[str], frozenset[str]]:
     """(the words a document uses as names, the words it writes in lower case): `document_names`,
     the speakers, and every word of a longer name it uses ("Dana Kim" makes a lone "Dana" a name)."""
-    known, common = document_names(texts) | speakers, common_words(texts)
+    # "Maria said that Lucky John ..." puts the reported sentence's first word mid-sentence: it is
+    # read as the sentence's opening, which proves nothing
+    texts = [_ATTRIBUTION.sub("", t) for t in texts]
+    known, common = document_names(texts, english_twice=True) | speakers, common_words(texts)
     longer = {w for text in texts for name in names_in(text, known, common, speakers) if " " in name
-              for w in name.split() if w.lower() not in _CONNECTORS}
+              for w in name.split() if w.lower() not in _CONNECTORS and not is_english_word(w)}
     return known | longer, common
 
 
@@ -246,11 +347,13 @@ def speakers_in(opening: str | None) -> frozenset[str]:
     its turns ("[D1:3 | …] Maria: …")."""
     text = opening or ""
     found = {n.strip() for line in _PARTICIPANTS_LINE.findall(text) for n in re.split(r",|\band\b|;", line)}
-    found |= set(_SPEAKER_LINE.findall(text))
+    # a line that opens on "Label:" is a turn only when the label is no English word ("Debug:",
+    # "Database:" label a line of documentation; "Maria:" opens a turn)
+    found |= {n for n in _SPEAKER_LINE.findall(text) if not is_english_word(n.split()[0])}
     return frozenset(n for n in found if n)
 
 
-_NAME_RUN = re.compile(r"(?<![\w'’])[A-Z0-9][\w'’&.-]*(?:\s+(?:(?:of|de|du|von|van|the)\s+){0,2}[A-Z][\w'’&.-]*){0,4}")
+_NAME_RUN = re.compile(rf"(?<![\w'’])[A-Z0-9]{_NAME_WORD}(?:[ \t]+(?:(?:of|de|du|von|van|the)[ \t]+){{0,2}}[A-Z]{_NAME_WORD}){{0,4}}")
 _CALENDAR = frozenset("""january february march april may june july august september october november december
 jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thur thurs fri sat sun monday tuesday wednesday thursday friday saturday sunday
 today tomorrow yesterday""".split())
@@ -262,6 +365,20 @@ def common_words(texts: list[str]) -> frozenset[str]:
     return frozenset(w for text in texts for w in _LOWER_WORD.findall(text))
 
 
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*(?:[-*+]|\d+\.)?\s*)$")
+_OBJECT_START = re.compile(r"\s+(?:the|a|an|your|my|our|their|this|that|these|those|it|them|all|any|each|every|"
+                           r"up|out|to|with|from|for|in|on)\b")
+
+
+def _opens_instruction(text: str, match: re.Match[str], words: list[str], known: frozenset[str]) -> bool:
+    """A capitalised word that opens a sentence and is followed by its object ("Automate the
+    weekly report", "Downscale your images") is a verb of an instruction, whatever the dictionary
+    says: it is not part of a name."""
+    first = words[0]
+    return (len(words) == 1 and first not in known and not _marked(first)
+            and bool(_SENTENCE_START.search(text[:match.start()])) and bool(_OBJECT_START.match(text[match.end():])))
+
+
 def names_in(text: str, known: frozenset[str], common: frozenset[str] = frozenset(),
              speakers: frozenset[str] = frozenset()) -> list[str]:
     """The names a text uses, in order, each once: runs of capitalised words that `is_name` accepts
@@ -271,6 +388,8 @@ def names_in(text: str, known: frozenset[str], common: frozenset[str] = frozense
     runs = []
     for match in _NAME_RUN.finditer(text):
         words = match.group().rstrip(".,;:!?").split()
+        if _opens_instruction(text, match, words, known):
+            words = words[1:]
         # two speakers side by side ("tell Maria John started") are two names
         if len(words) > 1 and sum(w in speakers for w in words) > 1:
             runs += [[w] for w in words]

@@ -474,16 +474,17 @@ def normalize_version(claims: list[dict], assertion_id) -> tuple[list[dict], lis
 
 def named_only(assertions: list[Assertion], known: frozenset[str], common: frozenset[str],
                speakers: frozenset[str], topic: str | None = None) -> list[Assertion]:
-    """The assertions whose entities are names (`names.is_name`), the document's topic, or a thing
-    the source names in lower case ("Priya owns data validation", `names.is_thing`): a relation to
-    something that is none of these becomes an observation on its subject, an assertion about none
-    of these is left out. A capitalised phrase that is no name ("Use", "If you") is never a thing."""
+    """The assertions whose subjects are names (`names.is_name`) or the document's topic, and whose
+    other ends are such, or a thing the source names in lower case ("Priya owns data validation",
+    `names.is_thing`): a relation to something that is none of these becomes an observation on its
+    subject, an assertion about none of these is left out. A capitalised phrase that is no name
+    ("Use", "If you") is never a thing."""
     def named(phrase: str) -> bool:
         return phrase == topic or names.is_thing(phrase) or names.is_name(phrase, known, common, speakers)
 
     out = []
     for a in assertions:
-        if not named(a.subject):
+        if a.subject != topic and not names.is_name(a.subject, known, common, speakers):
             continue
         if a.kind == "relation" and not named(a.object or ""):
             a = replace(a, kind="observation", predicate=None, object=None, negated=False, change=False, ends=None)

@@ -59,11 +59,13 @@ def live_claim_starts(conn: psycopg.Connection) -> dict[str, list[int]]:
 
 def docs_memory(conn: psycopg.Connection) -> dict[str, Any]:
     """What `bench docs` judges, through `memory_v1`: live entities (name, live mentions), live
-    claims' source spans, current relations' labels, and the counts beside them."""
+    claims' source spans, believed relations' labels, and the counts beside them."""
     entities = conn.execute("SELECT canonical_name, live_mention_count FROM memory_v1.entities_current "
                             "ORDER BY canonical_name, entity_id").fetchall()
     spans = [r[0] for r in conn.execute("SELECT source_span FROM memory_v1.claims_live ORDER BY claim_id")]
-    facts = conn.execute("SELECT fact_kind, fact_label FROM memory_v1.facts_current ORDER BY fact_id").fetchall()
+    # every fact still believed, dated or not (documentation rarely dates what it says)
+    facts = conn.execute("SELECT fact_kind, fact_label FROM memory_v1.facts_visible_history"
+                         " WHERE invalidated_at IS NULL ORDER BY fact_id").fetchall()
     documents = conn.execute("SELECT count(*) FROM memory_v1.documents_live").fetchone()[0]
     return {"entities": [(n, c) for n, c in entities], "claim_spans": spans, "documents": documents,
             "relations": [label for kind, label in facts if kind == "relation"],
