@@ -76,18 +76,47 @@ def corpus_over_time(memory, period: str = "M") -> Figure:
     return fig
 
 
-def facts_timeline(memory, entity: str, now: datetime | None = None) -> Figure:
+# Rows a timeline draws before it summarises the rest: a taller figure is no longer read.
+TIMELINE_ROWS = 40
+
+
+def timeline_rows(facts: pd.DataFrame, rows: int = TIMELINE_ROWS, undated: bool = False
+                  ) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The facts a timeline draws, in their order, and what it leaves out: `undated`, the
+    `possible` facts with no time at all (unless asked for), and `more`, what is left beyond `rows`
+    once the rest is ranked: dated facts first, then the best evidenced, then the latest."""
+    no_time = (facts["status"] == "possible") & facts["valid_from"].isna() & facts["valid_until"].isna()
+    kept = facts if undated else facts[~no_time]
+    if len(kept) > rows:
+        dated = kept["valid_from"].notna() | kept["valid_until"].notna()
+        ranked = kept.assign(_dated=dated, _evidence=kept["evidence"].fillna(0)).sort_values(
+            ["_dated", "_evidence", "ingested_at"], ascending=[False, False, False], kind="stable")
+        kept = kept.loc[sorted(ranked.index[:rows], key=list(kept.index).index)]
+    return kept, {"undated": 0 if undated else int(no_time.sum()),
+                  "more": len(facts) - len(kept) - (0 if undated else int(no_time.sum()))}
+
+
+def facts_timeline(memory, entity: str, now: datetime | None = None, rows: int = TIMELINE_ROWS,
+                   undated: bool = False) -> Figure:
     """An entity's facts as world-time windows: one bar per fact from its start to its end (an
     open end runs to the plot's edge), coloured by its fate; superseded facts (a later fact closed
     their window) hatched, retracted ones crossed, `possible` ones (a window partly unknown) with
-    a dashed edge."""
+    a dashed edge. At most `rows` bars (`timeline_rows`): `possible` facts with no time at all are
+    folded away unless `undated`, and what is left out is counted under the plot."""
     now = now or datetime.now(timezone.utc)
-    facts = memory.entity_facts(entity, now=now)
+    every = memory.entity_facts(entity, now=now)
+    facts, left_out = timeline_rows(every, rows, undated)
     _, name = memory.entity(entity)
     fig, ax = _figure(10, max(2.5, 0.45 * len(facts) + 1.2))
+    folded = [f"{n} {what}" for n, what in ((left_out["undated"], "possible facts without any time (undated=True "
+                                             "shows them)"), (left_out["more"], f"more facts beyond the {rows} drawn"))
+              if n]
+    if folded:
+        fig.supxlabel("not drawn: " + "; ".join(folded), fontsize=8, color="#555")
     if facts.empty:
-        _empty(ax, f"no facts about {name}")
+        _empty(ax, f"no facts about {name}" if every.empty else f"no dated facts about {name}")
         return fig
+    facts = facts.reset_index(drop=True)
     starts = pd.to_datetime(facts["valid_from"], utc=True)
     ends = pd.to_datetime(facts["valid_until"], utc=True)
     known = pd.concat([starts.dropna(), ends.dropna(), pd.Series([pd.Timestamp(now)])])

@@ -27,7 +27,7 @@ from jobs.bench import serve as bench_serve
 
 SAMPLE = 50
 # a capitalised run as a name finder without rules takes it: "Use the", "If", "Graph Memory"
-_CAPITALISED_RUN = re.compile(r"(?<![\w'’`])[A-Z][\w'’&.-]*(?:\s+[A-Z][\w'’&.-]*)*")
+_CAPITALISED_RUN = re.compile(r"(?<![\w'’`])[A-Z][\w'’&-]*(?:\.[\w'’&-]+)*(?:[ \t]+[A-Z][\w'’&-]*(?:\.[\w'’&-]+)*)*")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

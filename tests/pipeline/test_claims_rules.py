@@ -268,3 +268,24 @@ def test_a_dateline_and_a_byline_are_neither_claims_nor_entities():
              for name in (a.subject, a.object) if name}
     assert named == {"Ravi", "billing migration"}
 
+
+
+def test_a_sentence_that_points_back_joins_the_claim_before_it_in_the_same_turn():
+    markdown = ("# Chat\n\nParticipants: Nate, Joanna\n\n"
+                "[D1:1 | 2022-01-23T14:01:00Z] Nate: I tried a new coconut ice cream recipe. It was rich and creamy!\n\n"
+                "[D1:2 | 2022-01-23T14:02:00Z] Joanna: It sounds like a plan.\n")
+    row = extract(markdown, asserted_at=datetime(2022, 1, 23, tzinfo=UTC))
+    [claim] = row["claims"]
+    assert claim["claim_text"] == "Nate tried a new coconut ice cream recipe; it was rich and creamy."
+    # the origin is the first sentence; both sentences are evidence
+    assert claim["source_span"] == "I tried a new coconut ice cream recipe."
+    assert len(claim["evidence_spans"]) == 2
+    second = claim["evidence_spans"][1]
+    assert row["markdown"][second["char_start"]:second["char_end"]] == "It was rich and creamy!"
+
+
+def test_a_speakers_own_clause_after_a_pointing_opening_stands_alone():
+    markdown = ("# Chat\n\nParticipants: John, Maria\n\n"
+                "[D1:1 | 2023-05-08T13:56:00Z] John: It wasn't easy, but I'm proud of what I achieved.\n")
+    row = extract(markdown, asserted_at=datetime(2023, 5, 8, tzinfo=UTC))
+    assert texts(row) == ["John is proud of what John achieved."]

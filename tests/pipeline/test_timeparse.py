@@ -14,6 +14,7 @@ from pipeline.time.timeparse import (
     Replacement,
     TimeReading,
     apply_replacements,
+    asks_when,
     read_time,
 )
 
@@ -459,3 +460,11 @@ def test_a_bare_month_abbreviation_after_in_is_a_month():
     r = read_time("The cutover slipped to late Aug.", WED)
     assert (r.valid_from, r.valid_until, r.precision) == \
         (day(2026, 8, 1), day(2026, 8, 31), "month")
+
+
+@pytest.mark.parametrize("question, when", [
+    ("When did Melanie paint a sunrise?", True), ("What year did John start surfing?", True),
+    ("In what month did they move?", True), ("How long ago was the trip?", True),
+    ("What did John paint?", False), ("Who leads the billing migration?", False)])
+def test_a_question_that_asks_when(question: str, when: bool) -> None:
+    assert asks_when(question) is when

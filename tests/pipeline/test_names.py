@@ -1,0 +1,76 @@
+"""What may name an entity: names need proof, in documentation and in conversation."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.facts import names
+
+DOCS = ["Mem0 stores memories for agents.", "Configure the webhook in the dashboard.",
+        "We deploy it with Ollama on a laptop.", "Prepares the prompt before each call.",
+        "Database stores vectors.", "Dana Kim leads the rollout.", "Marco signs off for finance."]
+
+
+def judged(name: str, texts: list[str], speakers: frozenset[str] = frozenset()) -> bool:
+    known, common = names.known_names(texts, speakers)
+    return names.is_name(name, known, common, speakers)
+
+
+@pytest.mark.parametrize("name", ["Mem0", "Ollama", "Dana Kim", "Marco", "PostgreSQL", "AWS Bedrock"])
+def test_names_in_documentation(name: str) -> None:
+    assert judged(name, DOCS + ["We run PostgreSQL and AWS Bedrock."])
+
+
+@pytest.mark.parametrize("name", [
+    "Use", "If you", "Configure", "Prepares", "Database", "Documentation", "Voice Configuration", "NEGATIVE",
+    "INPUT FROM TASK", "HIPAA-compliant", "LLM-based", "MB", "Q1", "V3", "POSTGRES_", "--force", "${VAR_NAME}",
+    "I'm", "Haven't", "Lately, John", "Required. Mem0 API", "Dr", "Configurable", "Seamlessly"])
+def test_what_is_no_name(name: str) -> None:
+    assert not judged(name, DOCS)
+
+
+def test_in_conversation_a_speaker_and_a_name_used_mid_sentence_are_names() -> None:
+    turns = ["I lost my job at Door Dash.", "My dog Coco loves the beach.", "Lucky John got the tickets."]
+    speakers = frozenset({"John", "Gina"})
+    assert judged("Gina", turns, speakers) and judged("Door Dash", turns, speakers)
+    assert judged("Coco", turns + ["We walked Coco by the lake."], speakers)
+    # an English word before a name is tried alone: "Lucky John" is John
+    known, common = names.known_names(turns, speakers)
+    assert names.names_in("Lucky John got the tickets.", known, common, speakers) == ["John"]
+    assert names.names_in("Hey Jo, wow.", known, common, speakers | {"Jo"}) == ["Jo"]
+
+
+def test_an_instruction_opening_a_line_is_not_a_name() -> None:
+    text = "Automate the weekly report. Downscale your images with Pillow. We moved to San Francisco."
+    known, common = names.known_names([text])
+    assert names.names_in(text, known, common) == ["San Francisco"]
+
+
+def test_the_attribution_prefix_proves_nothing() -> None:
+    # "Maria said that Lucky John ..." writes "Lucky" mid-sentence only because of the prefix
+    known, _ = names.known_names(["Maria said that Lucky John got to go."], frozenset({"Maria", "John"}))
+    assert "Lucky John" not in known and "Lucky" not in known
+
+
+def test_labels_of_documentation_are_no_speakers() -> None:
+    assert names.speakers_in("Note: turn on logging\nDatabase: PostgreSQL\nWarning: slow\n") == frozenset()
+    assert names.speakers_in("[D1:1 | 2023-05-08T13:56:00Z] Maria: hi\n") == frozenset({"Maria"})
+    assert names.speakers_in("Participants: Dana, Ravi\n") == frozenset({"Dana", "Ravi"})
+
+
+@pytest.mark.parametrize("phrase, thing", [
+    ("data validation", True), ("billing migration", True), ("search team", True), ("payments team", True),
+    ("about different fantasy novels", False), ("system automatically stores", False), ("it", False),
+    ("values matching is", False), ("a very long noun phrase here", False)])
+def test_a_thing_a_relation_names_in_lower_case(phrase: str, thing: bool) -> None:
+    assert names.is_thing(phrase) is thing
+
+
+def test_english_words_and_given_names() -> None:
+    assert all(names.is_english_word(w) for w in ("Prepares", "Tailors", "Feedback", "Logging", "Zero-latency"))
+    assert not any(names.is_english_word(w) for w in ("Ravi", "Priya", "Mem0", "Marco", "Grace", "Maria"))
+
+
+def test_a_numbered_title_is_no_topic() -> None:
+    assert names.topic_from_title("Conversation 41, session 3") is None
+    assert names.topic_from_title("Billing migration: cutover specification") == "billing migration"
