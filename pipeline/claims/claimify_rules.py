@@ -103,7 +103,8 @@ class _TurnClaims:
     third person (`claimify_turns`), and the photo it shares. A sentence that points back ("It was
     rich and creamy") joins the claim the sentence just before it in the same turn made, citing
     both: the seed's claim that keeps an assertion together across sentences. With nothing to
-    join, it is omitted as an unresolved reference."""
+    join, it is omitted as an unresolved reference. A shared photo joins the claim of the sentence
+    it came with, and is a claim of its own when that sentence made none."""
 
     def __init__(self, ctx: ChunkContext) -> None:
         self.ctx = ctx
@@ -129,7 +130,13 @@ class _TurnClaims:
         elif rewritten is not None:
             self.close()
             self._open = (passage, rewritten.text, rewritten.attributed, (passage.label,))
-        if caption:
+        if caption and self._open and self._open[0].turn_id == passage.turn_id and passage.label in self._open[3]:
+            # the photo shows what the sentence it came with says: one claim ("Nate adopted a
+            # puppy; Nate shared a photo of a puppy on a couch")
+            origin, claim, attributed, cited = self._open
+            shared = claimify_turns.photo_claim(speaker, caption)
+            self._open = (origin, f"{claim.rstrip('.!?')}; {shared}", attributed, cited)
+        elif caption:
             self.drafts.append(_dated(self.ctx, passage, claimify_turns.photo_claim(speaker, caption),
                                       [AddedContext(speaker, "speaker", passage.label)], False))
 
@@ -201,4 +208,7 @@ def claimify_rules(ctx: ChunkContext, selection: SelectionResult) -> ClaimifyRes
         if why:
             omitted.append(why)
     turns.close()
-    return ClaimifyResult(tuple(drafts + turns.drafts), tuple(omitted + turns.omitted))
+    # a claim left open until its turn ended was finished after later photos: back in document order
+    order = {p.label: i for i, p in enumerate(ctx.passages)}
+    in_order = sorted(turns.drafts, key=lambda d: order[d.cited[0]])
+    return ClaimifyResult(tuple(drafts + in_order), tuple(omitted + turns.omitted))

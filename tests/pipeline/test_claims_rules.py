@@ -289,3 +289,14 @@ def test_a_speakers_own_clause_after_a_pointing_opening_stands_alone():
                 "[D1:1 | 2023-05-08T13:56:00Z] John: It wasn't easy, but I'm proud of what I achieved.\n")
     row = extract(markdown, asserted_at=datetime(2023, 5, 8, tzinfo=UTC))
     assert texts(row) == ["John is proud of what John achieved."]
+
+
+def test_a_shared_photo_joins_the_claim_of_its_sentence_or_stands_alone():
+    markdown = ("# Chat\n\nParticipants: Nate, Joanna\n\n"
+                "[D1:1 | 2022-01-23T14:01:00Z] Nate: I adopted a puppy last week. "
+                "[shares a photo: a puppy on a couch]\n\n"
+                "[D1:2 | 2022-01-23T14:02:00Z] Joanna: They loved the cake I made for them. "
+                "[shares a photo: a cake with raspberries]\n")
+    row = extract(markdown, asserted_at=datetime(2022, 1, 23, tzinfo=UTC))
+    assert texts(row) == ["Nate adopted a puppy in the week of 2022-01-10; Nate shared a photo of a puppy on a couch.",
+                          "Joanna shared a photo of a cake with raspberries."]
