@@ -232,7 +232,8 @@ def _stems(word: str) -> list[str]:
     """The word and what an English suffix may have been added to: -s, -es, -ies, -ed, -ing, -er, -ment, -ly."""
     stems = [word]
     for suffix, back in (("ies", "y"), ("es", ""), ("s", ""), ("ied", "y"), ("ed", ""), ("ed", "e"), ("ing", ""),
-                         ("ing", "e"), ("ments", ""), ("ment", ""), ("ers", ""), ("er", ""), ("ly", ""), ("ation", "e"),
+                         ("ing", "e"), ("ments", ""), ("ment", ""), ("ers", ""), ("er", ""), ("ly", ""), ("est", ""),
+                         ("iest", "y"), ("ation", "e"),
                          ("ations", "e"), ("ization", "ize"), ("izations", "ize"), ("ality", "al")):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             stems.append(word[:-len(suffix)] + back)
@@ -282,8 +283,8 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
     if re.split(r"['’]", lowered[0])[0] in PRONOUNS:
         return False  # "I'm", "It's"
     if lowered[0] in FUNCTION_WORDS or lowered[0] in PRONOUNS or lowered[0] in _CONNECTORS \
-            or lowered[0] in INSTRUCTION_VERBS:
-        return False
+            or any(stem in INSTRUCTION_VERBS for stem in _stems(lowered[0])) and not _marked(words[0]):
+        return False  # "If …", "Use", "Uses Mem0", "Configured"
     if len(words) == 1 and lowered[0].endswith(("ly", "ed", "ing", "able", "ible")) and not _marked(words[0]):
         return False  # "Seamlessly", "Created", "Passing", "Configurable": no name
     if any(w in _FINITE for w in lowered) or lowered[-1] in FUNCTION_WORDS:
@@ -307,6 +308,11 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
         not any(w.lower() in common for w in content) and not is_english_word(content[0]))
 
 
+# Words in -ly that describe a thing, not how something is done ("the monthly invoice run").
+_LY_ADJECTIVES = frozenset("""hourly daily nightly weekly monthly quarterly yearly early family friendly only
+assembly supply""".split())
+
+
 def is_thing(phrase: str) -> bool:
     """A lower-case noun phrase a relation names as its end ("data validation", "the schema change"
     once cleaned): at most four plain words, opening on no function word or pronoun, ending on no
@@ -320,7 +326,7 @@ def is_thing(phrase: str) -> bool:
     first, last = words[0], words[-1]
     if first in FUNCTION_WORDS or first in PRONOUNS or last in FUNCTION_WORDS or any(w in _FINITE for w in words):
         return False
-    return not any(w.endswith("ly") for w in words)
+    return not any(w.endswith("ly") and w not in _LY_ADJECTIVES for w in words)
 
 
 _ATTRIBUTION = re.compile(r"^[A-Z][\w'’-]*(?: [A-Z][\w'’-]*)? said that ")

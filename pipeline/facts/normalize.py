@@ -472,20 +472,32 @@ def normalize_version(claims: list[dict], assertion_id) -> tuple[list[dict], lis
     return version_rows([(c, normalize_claim(c, topic)) for c in claims], assertion_id, VERSION)
 
 
+def _definite_thing(phrase: str, statement: str) -> bool:
+    """A subject the source names as one definite thing in lower case: "the invoice system", "the
+    parallel run" (two words at least: a bare "the system" pins nothing)."""
+    return len(phrase.split()) >= 2 and names.is_thing(phrase) and bool(
+        re.search(rf"\bthe {re.escape(phrase)}\b", statement, re.IGNORECASE))
+
+
 def named_only(assertions: list[Assertion], known: frozenset[str], common: frozenset[str],
                speakers: frozenset[str], topic: str | None = None) -> list[Assertion]:
-    """The assertions whose subjects are names (`names.is_name`) or the document's topic, and whose
-    other ends are such, or a thing the source names in lower case ("Priya owns data validation",
-    `names.is_thing`): a relation to something that is none of these becomes an observation on its
-    subject, an assertion about none of these is left out. A capitalised phrase that is no name
-    ("Use", "If you") is never a thing."""
+    """The assertions whose subjects are names (`names.is_name`), the document's topic or a
+    definite thing ("the invoice system"), and whose other ends are such, or a thing the source
+    names in lower case ("Priya owns data validation", `names.is_thing`): a relation to something
+    that is none of these becomes an observation on its subject, an assertion about none of these
+    is left out. A capitalised phrase that is no name ("Use", "If you") is never a thing."""
     def named(phrase: str) -> bool:
         return phrase == topic or names.is_thing(phrase) or names.is_name(phrase, known, common, speakers)
 
     out = []
     for a in assertions:
-        if a.subject != topic and not names.is_name(a.subject, known, common, speakers):
-            continue
+        if a.subject != topic and not names.is_name(a.subject, known, common, speakers) \
+                and not _definite_thing(a.subject, a.statement):
+            # a clause read as the subject ("Marco needs the new invoice layout"): its opening name
+            found = names.names_in(a.subject, known, common, speakers)
+            if not found or not a.subject.startswith(found[0]) or a.kind != "observation":
+                continue
+            a = replace(a, subject=found[0])
         if a.kind == "relation" and not named(a.object or ""):
             a = replace(a, kind="observation", predicate=None, object=None, negated=False, change=False, ends=None)
         elif a.ends and a.ends != "*" and not named(a.ends):
