@@ -472,17 +472,24 @@ def normalize_version(claims: list[dict], assertion_id) -> tuple[list[dict], lis
     return version_rows([(c, normalize_claim(c, topic)) for c in claims], assertion_id, VERSION)
 
 
-def _definite_thing(phrase: str, statement: str) -> bool:
-    """A subject the source names as one definite thing in lower case: "the invoice system", "the
-    parallel run" (two words at least: a bare "the system" pins nothing)."""
-    return len(phrase.split()) >= 2 and names.is_thing(phrase) and bool(
-        re.search(rf"\bthe {re.escape(phrase)}\b", statement, re.IGNORECASE))
+def recurring_things(subjects: set[str], texts: list[str]) -> frozenset[str]:
+    """The subjects a document names as one definite thing in lower case more than once ("the
+    invoice system", "the parallel run"): a thing it is about, not a phrase a sentence happened to
+    open on ("the plugin includes"). Two words at least: a bare "the system" pins nothing."""
+    found = set()
+    for phrase in subjects:
+        if len(phrase.split()) >= 2 and names.is_thing(phrase):
+            the = re.compile(rf"\bthe {re.escape(phrase)}\b", re.IGNORECASE)
+            if sum(bool(the.search(t)) for t in texts) >= 2:
+                found.add(phrase)
+    return frozenset(found)
 
 
 def named_only(assertions: list[Assertion], known: frozenset[str], common: frozenset[str],
-               speakers: frozenset[str], topic: str | None = None) -> list[Assertion]:
-    """The assertions whose subjects are names (`names.is_name`), the document's topic or a
-    definite thing ("the invoice system"), and whose other ends are such, or a thing the source
+               speakers: frozenset[str], topic: str | None = None, things: frozenset[str] = frozenset()
+               ) -> list[Assertion]:
+    """The assertions whose subjects are names (`names.is_name`), the document's topic or one of
+    its recurring `things` ("the invoice system"), and whose other ends are such, or a thing the source
     names in lower case ("Priya owns data validation", `names.is_thing`): a relation to something
     that is none of these becomes an observation on its subject, an assertion about none of these
     is left out. A capitalised phrase that is no name ("Use", "If you") is never a thing."""
@@ -491,8 +498,7 @@ def named_only(assertions: list[Assertion], known: frozenset[str], common: froze
 
     out = []
     for a in assertions:
-        if a.subject != topic and not names.is_name(a.subject, known, common, speakers) \
-                and not _definite_thing(a.subject, a.statement):
+        if a.subject != topic and a.subject not in things and not names.is_name(a.subject, known, common, speakers):
             # a clause read as the subject ("Marco needs the new invoice layout"): its opening name
             found = names.names_in(a.subject, known, common, speakers)
             if not found or not a.subject.startswith(found[0]) or a.kind != "observation":
@@ -515,7 +521,8 @@ def version_rows(found: list[tuple[dict, list[Assertion]]], assertion_id, normal
     speakers = names.speakers_in(found[0][0].get("opening") if found else None)
     known, common = names.known_names(texts, speakers)
     topic = version_topic([c for c, _ in found]) if found else None
-    found = [(c, named_only(assertions, known, common, speakers, topic)) for c, assertions in found]
+    things = recurring_things({a.subject for _, assertions in found for a in assertions}, texts)
+    found = [(c, named_only(assertions, known, common, speakers, topic, things)) for c, assertions in found]
     used = {n for _, assertions in found for a in assertions for n in (a.subject, a.object, a.ends) if n and n != "*"}
     expand = expand_first_names(used)
 

@@ -74,3 +74,10 @@ def test_english_words_and_given_names() -> None:
 def test_a_numbered_title_is_no_topic() -> None:
     assert names.topic_from_title("Conversation 41, session 3") is None
     assert names.topic_from_title("Billing migration: cutover specification") == "billing migration"
+
+
+def test_a_lower_case_subject_is_a_thing_the_document_names_more_than_once() -> None:
+    from pipeline.facts import normalize
+
+    texts = ["The invoice system needs a rewrite.", "Dana owns the invoice system now.", "The plugin includes a cache."]
+    assert normalize.recurring_things({"invoice system", "plugin includes", "system"}, texts) == {"invoice system"}
