@@ -99,6 +99,21 @@ def _running(proc: psutil.Process) -> bool:
         return False
 
 
+# Ray's workers exit on their own once their raylet is gone; they notice it within a second or two.
+WORKER_EXIT_S = 5.0
+
+
+def _left(before: list[psutil.Process], *, session: int, home: Path) -> list[psutil.Process]:
+    """What is still running of `before` and of the session, once the workers had their moment to
+    notice that the raylet is gone."""
+    deadline = time.monotonic() + WORKER_EXIT_S
+    while True:
+        left = [proc for proc in before if _running(proc)] + _processes(session=session, home=home)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)
+
+
 def _describe(procs: list[psutil.Process]) -> list[str]:
     out = []
     for proc in procs:
@@ -326,7 +341,7 @@ def test_a_second_signal_ends_an_import_at_once_and_leaves_nothing_running(home:
 
     assert code == 143, f"exit {code} after {took:.1f} s:\n{_log_tail(log_path)}"
     assert "stopping now" in log_path.read_text()
-    left = [proc for proc in before if _running(proc)] + _processes(session=importer.pid, home=home)
+    left = _left(before, session=importer.pid, home=home)
     assert not left, _describe(left)
 
 
