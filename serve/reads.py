@@ -246,12 +246,14 @@ async def claims_and_sources_context(conn: Conn, query: str, *, k: int = 50, can
     fused = fusion.signals(nominated, fusion.CHANNEL_WEIGHTS)
     of = {table: [i for i, found in fused.items() if next(iter(found)).startswith(table)]
           for table in ("claims", "chunks")}
-    claims = await read_queries.confirm_claims(conn, of["claims"])
-    chunks = await read_queries.confirm_chunks(conn, of["chunks"])
-    dropped = len(of["claims"]) - len(claims) + len(of["chunks"]) - len(chunks)
+    claims, claims_read = await _confirm_best(conn, read_queries.confirm_claims, of["claims"], k,
+                                              lambda found: len(_group_claims(found)))
+    chunks, chunks_read = await _confirm_best(conn, read_queries.confirm_chunks, of["chunks"], k, len)
+    dropped = claims_read - len(claims) + chunks_read - len(chunks)
     grouped = _group_claims(claims)
     full_channel = any(len(ids) >= candidate_k for ids in nominated.values())
-    truncated = len(grouped) > k or len(chunks) > k or full_channel
+    unread = claims_read < len(of["claims"]) or chunks_read < len(of["chunks"])
+    truncated = len(grouped) > k or len(chunks) > k or full_channel or unread
     evidence = tuple(grouped[:k])
     returned = {str(e.claim_id) for e in evidence} | {str(c["chunk_id"]) for c in chunks[:k]}
     ranking = tuple(m.RankedItem(item_id=UUID(i), score=sum(found.values()), signals=found)
@@ -260,8 +262,23 @@ async def claims_and_sources_context(conn: Conn, query: str, *, k: int = 50, can
     return _envelope("evidence", at, evidence=evidence, chunks=tuple(chunk_result(c) for c in chunks[:k]),
                      dropped_by_hydration=dropped, negative=negative, ranking=ranking,
                      truncation=m.Truncation(truncated=truncated, returned=len(evidence),
-                                             estimated_total=len(grouped), total_is_exact=not full_channel,
+                                             estimated_total=len(grouped),
+                                             total_is_exact=not (full_channel or unread),
                                              reason="result_budget" if truncated else None))
+
+
+async def _confirm_best(conn: Conn, confirm, ids: list[str], k: int, count) -> tuple[list[dict[str, Any]], int]:
+    """The confirmed rows of the best-fused `ids`, read a page at a time until `count` of them
+    exceeds `k` (one more than the answer holds, so truncation is known) or the ids run out; and
+    how many ids were read. Confirming every nominee of every channel (several hundred) cost more
+    than nominating them, for an answer that returns `k`."""
+    page = max(2 * k, 100)
+    found: list[dict[str, Any]] = []
+    read = 0
+    while read < len(ids) and count(found) <= k:
+        found += await confirm(conn, ids[read:read + page])
+        read = min(len(ids), read + page)
+    return found, read
 
 
 def _group_claims(claims: list[dict[str, Any]]) -> list[m.EvidenceResult]:

@@ -8,6 +8,7 @@ data (deleting a document, altering a view) take their own clone (`example_memor
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from datetime import UTC, datetime
@@ -444,3 +445,39 @@ def test_manifest_describes_the_whole_space():
     # the generated COMMENT statements in the migration are the description's
     assert query_manifest.sections(query_manifest.migration_text())["comments"][""].endswith(
         query_manifest.comments_sql())
+
+
+def test_lexical_weights_pass_over_words_the_statistics_know_to_be_common(example_memory_copy):
+    """A lexeme that ANALYZE already counts in `lexical_df_cap()` rows or more nominates nothing and
+    is not counted (no scan of the table); every other lexeme keeps its exact BM25 weight."""
+    cap = 3
+    with psycopg.connect(example_memory_copy.dsn, autocommit=True) as conn:
+        conn.execute("ANALYZE claims")
+        conn.execute("CREATE OR REPLACE FUNCTION memory_v1_private.lexical_df_cap() RETURNS integer"
+                     f" LANGUAGE sql IMMUTABLE AS $$ SELECT {cap} $$")
+        rows_n = conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'public.claims'::regclass").fetchone()[0]
+        common, shares = conn.execute("SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats"
+                                      " WHERE schemaname = 'public' AND tablename = 'claims' AND attname = 'tsv'"
+                                      ).fetchone()
+        known = {w for w, share in zip(common, shares) if round(share * rows_n) >= cap}
+
+        def words(candidates: list[str]) -> list[str]:   # words that are their own lexeme
+            return [w for w in candidates if w.isalpha() and conn.execute(
+                "SELECT tsvector_to_array(to_tsvector('english', %s)) = ARRAY[%s]", (w, w)).fetchone()[0]][:3]
+        frequent = words(sorted(known))
+        rare = words([r[0] for r in conn.execute(
+            "SELECT word FROM ts_stat('SELECT tsv FROM claims') WHERE ndoc < %s ORDER BY word", (cap,))])
+        assert len(frequent) == 3 and len(rare) == 3, (frequent, rare)
+        query = " ".join(frequent + rare + ["nonexistentword"])
+    with psycopg.connect(example_memory_copy.dsn) as conn:   # one transaction: its own scan counts
+        got = {t.strip("'"): w for t, w in conn.execute(
+            "SELECT term::text, weight FROM memory_v1_private.lexical_terms('claims', %s)", (query,))}
+        scans = conn.execute("SELECT seq_scan + idx_scan FROM pg_stat_xact_user_tables WHERE relname = 'claims'"
+                             ).fetchone()[0]
+        asked = [r[0] for r in conn.execute("SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))", (query,))]
+        counts = {w: conn.execute("SELECT count(*) FROM claims WHERE tsv @@ %s::tsquery", (f"'{w}'",)).fetchone()[0]
+                  for w in asked}
+    expected = {w: math.log(1 + (rows_n - df + 0.5) / (df + 0.5)) for w, df in counts.items() if 0 < df < cap}
+    assert set(rare) <= got.keys() == expected.keys(), (got, expected)
+    assert all(abs(got[w] - expected[w]) < 1e-9 for w in got)
+    assert scans == len(asked) - len(frequent), (scans, asked, frequent)
