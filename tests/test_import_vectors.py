@@ -5,6 +5,7 @@ re-imports that change only what changed; `--delete-missing`; bad records counte
 from __future__ import annotations
 
 import json
+import random
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -102,6 +103,33 @@ def test_a_store_of_overlapping_shuffled_chunks_is_rebuilt_into_the_original_doc
     assert "source" in prepared.fields.guessed
     assert ("text" in prepared.fields.guessed) == (store != "chroma")
     assert all("vector" not in row and "embedding" not in row for row in docs.values())
+
+
+# Cut by a plain sliding window, 90 characters every 60: the last record of the first lies wholly in
+# the one before (11 characters), the second's is all overlap (30), the third's longer than it.
+WINDOWED = {"notes/ops-review.md": "Ops review, week 36. Dana Kim chairs; Ravi Patel takes the minutes.\n"
+                                  "The billing cutover moved after the invoice backlog review.\n"
+                                  "Priya has it now. The next review is scheduled for 2025-09-14.\n",
+            "notes/roster.md": "# Roster\n\nDana Kim is on call in March. Omar Farouk takes April, and the handover "
+                               "happens on the first Monday of the month; Ravi covers all the gaps.\n",
+            "notes/travel.md": "# Travel\n\nThe offsite is in Lisbon in May. Priya Shah books the venue and Ravi "
+                               "Patel plans the agenda; café on the first morning, then a walk along the river.\n",
+            "notes/short.md": "Ship it on Friday.\n"}
+
+
+@pytest.mark.parametrize("store", list(PLANS))
+def test_a_sliding_window_whose_last_record_lies_inside_the_one_before_is_rebuilt_exactly(
+        store, memory, ray_local, tmp_path):
+    cut = [(source, i, text[start:start + 90]) for source, text in WINDOWED.items()
+           for i, start in enumerate(range(0, len(text), 60))]
+    recs = [(str(n), {"page_content": piece,
+                      "metadata": {"source": source, "chunk_index": i, "modified_at": "2026-03-04T10:00:00Z"}})
+            for n, (source, i, piece) in enumerate(cut)]
+    random.Random(11).shuffle(recs)
+    assert sorted(len(p["page_content"]) for _, p in recs)[:3] == [11, 19, 30]
+    docs, _, tally = rebuilt(VectorImport(_fill(store, tmp_path, recs, memory.dsn)))
+    assert {source: row["content"].decode("utf-8") for source, row in docs.items()} == WINDOWED
+    assert tally.records == len(recs) and not tally.rejected and tally.gaps == 0
 
 
 def test_a_filter_keeps_only_the_matching_records(memory, ray_local, tmp_path, chunk_records, originals):

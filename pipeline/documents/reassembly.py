@@ -2,10 +2,28 @@
 
 A vector store holds chunks, not documents: each record has its text, the source it was cut
 from, its position there and, often, a date. `reassemble` groups records per source, orders
-them by position and joins neighbours, removing the overlap chunkers leave at a seam (a shared
-run of at least `MIN_OVERLAP` characters; a shorter match is taken for coincidence). Where the
-records carry character offsets into the source (LlamaIndex's `start_char_idx`), the seams come
-from the offsets instead, exactly. A missing position is kept as a visible break and counted.
+them by position and joins neighbours, removing the overlap chunkers leave at a seam. What a
+seam's overlap is, the records themselves tell:
+
+- A record that the tail of its predecessor already holds (`before.endswith(after)`, any length)
+  adds nothing: it is a sliding window's last window, no longer than the overlap.
+- Otherwise the overlap is the longest run that ends one record and starts the next, if at least
+  `MIN_OVERLAP` characters long; a shorter match is taken for coincidence.
+- A fixed window (three or more records, all but the last of one length, once those its
+  predecessor holds are set aside) leaves one overlap, the same at every seam: the longest run
+  every seam shows, taken once the seams together match `MIN_OVERLAP` characters of it (else
+  each seam's own). So a short overlap is found too, and text repeating at one seam cannot mislead.
+- Records that never begin or end with whitespace lost it at each cut (LangChain's and
+  LlamaIndex's splitters strip it): where no overlap shows it, a line break stands for it, never
+  two words glued. Records of a chunker that keeps whitespace are joined as they were cut.
+
+Where the records carry character offsets into the source (LlamaIndex's `start_char_idx`,
+LangChain's `start_index`), the seams come from the offsets instead, exactly; between stripped
+records, a gap of at most `STRIPPED_GAP` characters is the whitespace stripped there and comes
+back as as many line breaks, so every character keeps its offset. A missing position, or a wider
+gap, is kept as a visible break and counted. What the records cannot tell stays as cut: without
+offsets, an overlap under `MIN_OVERLAP` that varies from seam to seam, which whitespace a chunker
+stripped, and text that repeats in step with a fixed window.
 
 Records that cannot be placed are never dropped silently: each is counted under its reason
 (`REASONS`), with a few record ids for the report. No peer library rebuilds documents from
@@ -17,11 +35,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 MIN_OVERLAP = 20
+# Wider than a blank line and a nested list's indentation, narrower than any record a chunker cuts:
+# a gap up to this between stripped records is whitespace, a wider one a missing record.
+STRIPPED_GAP = 16
 # Stands for the records a source is missing between two positions: visible, never glued over.
 GAP_MARK = "\n\n[…]\n\n"
 REASONS = ("no_text", "no_source", "no_position", "bad_date", "naive_date", "duplicate_position")
@@ -96,16 +117,37 @@ def parse_date(value: object, *, assume_utc: bool = False) -> datetime | None:
     return parsed.astimezone(UTC)
 
 
-def seam_overlap(before: str, after: str, minimum: int = MIN_OVERLAP) -> int:
-    """The longest run that ends `before` and starts `after`, if at least `minimum` long; else 0."""
-    if len(before) < minimum or len(after) < minimum:
-        return 0
-    probe = after[:minimum]
-    start = max(0, len(before) - len(after))
+def _runs(before: str, after: str, minimum: int) -> Iterator[int]:
+    """Each length k >= `minimum` at which `before` ends with the first k characters of `after`, longest first."""
+    if minimum > min(len(before), len(after)):
+        return
+    probe, start = after[:max(minimum, 1)], max(0, len(before) - len(after))
     while (at := before.find(probe, start)) != -1:
         if after.startswith(before[at:]):
-            return len(before) - at
+            yield len(before) - at
         start = at + 1
+
+
+def seam_overlap(before: str, after: str, minimum: int = MIN_OVERLAP) -> int:
+    """How much of `after` its predecessor `before` already holds: all of it when `before` ends with
+    it, whatever its length; else the longest run that ends `before` and starts `after`, if at least
+    `minimum` long; else 0."""
+    if after and before.endswith(after):
+        return len(after)
+    return next(_runs(before, after, minimum), 0)
+
+
+def agreed_overlap(seams: list[tuple[str, str]], minimum: int = MIN_OVERLAP) -> int:
+    """The longest overlap every seam `(before, after)` shows, if the seams together match `minimum`
+    characters of it; else 0. A fixed window's overlap is the same at each seam; a coincidence is not."""
+    if not seams:
+        return 0
+    (before, after), rest = seams[0], seams[1:]
+    for k in _runs(before, after, 1):
+        if k * len(seams) < minimum:
+            return 0
+        if all(b.endswith(a[:k]) for b, a in rest):
+            return k
     return 0
 
 
@@ -168,18 +210,32 @@ def _missing(before: Record, after: Record) -> bool:
     return before.position is not None and after.position is not None and after.position > before.position + 1
 
 
+def _stripped(records: list[Record]) -> bool:
+    """Whether the chunker stripped whitespace at its cuts: no record begins or ends with any."""
+    return all(r.text == r.text.strip() for r in records)
+
+
 def _by_seams(records: list[Record]) -> tuple[str, int, int]:
+    # A record its predecessor holds is set aside before asking whether the rest are a fixed window's.
+    held = [i > 0 and not _missing(records[i - 1], r) and records[i - 1].text.endswith(r.text)
+            for i, r in enumerate(records)]
+    cut = [r for r, h in zip(records, held) if not h]
+    fixed = len(cut) > 2 and len({len(r.text) for r in cut[:-1]}) == 1
+    seams = [(b.text, a.text) for b, a, h in zip(records, records[1:], held[1:]) if not h and not _missing(b, a)]
+    # Lengths can agree by chance (a splitter's chunks): with no overlap agreed, each seam shows its own.
+    agreed = agreed_overlap(seams) if fixed else 0
+    stripped = _stripped(records)
     parts, gaps, removed = [records[0].text], 0, 0
-    for before, after in zip(records, records[1:]):
+    for before, after, inside in zip(records, records[1:], held[1:]):
         text = after.text
         if _missing(before, after):
             parts.append(GAP_MARK)
             gaps += 1
-        elif (overlap := seam_overlap(before.text, text)) > 0:
+        elif (overlap := len(text) if inside else agreed or seam_overlap(before.text, text)) > 0:
             text = text[overlap:]
             removed += overlap
-        elif not (before.text[-1:].isspace() or text[:1].isspace()):
-            # A chunker that stripped the whitespace at its cut: a line break, never two words glued.
+        elif stripped:
+            # The whitespace the chunker stripped at its cut: a line break, never two words glued.
             parts.append("\n")
         parts.append(text)
     return "".join(parts), gaps, removed
@@ -187,12 +243,16 @@ def _by_seams(records: list[Record]) -> tuple[str, int, int]:
 
 def _by_offsets(records: list[Record]) -> tuple[str, int, int]:
     records = sorted(records, key=lambda r: (r.char_start, r.position or 0, r.record_id))
+    stripped = _stripped(records)
     parts, end, gaps, removed = [records[0].text], records[0].char_start + len(records[0].text), 0, 0
     for before, after in zip(records, records[1:]):
         start = after.char_start
         if start > end:
-            parts.append(GAP_MARK)
-            gaps += 1
+            if stripped and start - end <= STRIPPED_GAP and not _missing(before, after):
+                parts.append("\n" * (start - end))   # what was stripped there, so offsets still hold
+            else:
+                parts.append(GAP_MARK)
+                gaps += 1
             parts.append(after.text)
         else:
             cut = min(end - start, len(after.text))
