@@ -21,6 +21,7 @@ import pyarrow.fs as pafs
 import pytest
 
 from jobs.runtime import PROJECT_ROOT
+from sql.read import digest_queries
 from sql.store import embedded
 
 pytestmark = pytest.mark.integration
@@ -179,6 +180,8 @@ def test_two_nodes_import_into_the_served_authority_and_s3_the_rows_of_one_node(
     for table in SAME_ROWS:
         assert ours[table] == single[table], table
     assert len(ours["claims"]) > 20 and len(ours["facts"]) > 5
+    with psycopg.connect(dsn) as two_nodes, psycopg.connect(example_memory.dsn) as one_node:
+        assert not digest_queries.differences(two_nodes, one_node)   # every view of memory_v1
 
     # every object is in the bucket, none on this machine
     fs, root = pafs.FileSystem.from_uri(store)

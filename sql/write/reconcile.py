@@ -181,14 +181,16 @@ def set_fact_vectors(conn: psycopg.Connection, rows: list[tuple[str, object]]) -
 
 def stale_profiles(conn: psycopg.Connection, limit: int) -> list[tuple[str, str]]:
     """(entity_id, profile text) for entities whose facts changed: the name and its strongest
-    current facts, by evidence then recency of belief."""
+    current facts, by evidence, then the latest in world time, then id. Never by when a fact was
+    written: that follows the import's batches, and the profile (and its vector, which resolution
+    compares mentions with) would differ between two imports of the same corpus."""
     rows = conn.execute(
         "SELECT e.entity_id::text, e.canonical_name, coalesce(array_agg(t.label ORDER BY t.evidence_count DESC,"
-        " t.ingested_at DESC, t.fact_id) FILTER (WHERE t.label IS NOT NULL), '{}')"
+        " t.valid_from DESC NULLS LAST, t.fact_id) FILTER (WHERE t.label IS NOT NULL), '{}')"
         " FROM (SELECT entity_id, canonical_name FROM entities WHERE profile_stale ORDER BY entity_id LIMIT %s) e"
-        " LEFT JOIN LATERAL (SELECT label, evidence_count, ingested_at, fact_id FROM facts f"
+        " LEFT JOIN LATERAL (SELECT label, evidence_count, valid_from, fact_id FROM facts f"
         "   WHERE (f.subject_id = e.entity_id OR f.object_id = e.entity_id) AND f.invalidated_at IS NULL"
-        "   ORDER BY evidence_count DESC, ingested_at DESC, fact_id LIMIT %s) t ON true"
+        "   ORDER BY evidence_count DESC, valid_from DESC NULLS LAST, fact_id LIMIT %s) t ON true"
         " GROUP BY e.entity_id, e.canonical_name ORDER BY e.entity_id", (limit, PROFILE_FACTS)).fetchall()
     return [(entity_id, name + (": " + " ".join(l.rstrip(".") + "." for l in labels) if labels else ""))
             for entity_id, name, labels in rows]
