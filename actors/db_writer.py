@@ -4,7 +4,7 @@ binary COPY). Each is a Ray Data callable class, so its connection and object st
 once per actor, not per batch.
 
 Every call out of the process (PostgreSQL, the object store) is retried when it fails
-transiently (`with_retries`): the connection is opened again, the attempt is recorded on the
+transiently (`actors/retries.py`): the connection is opened again, the attempt is recorded on the
 version's stage row (`failed`, `retry_backoff`) and the next one waits a doubling backoff. A
 unit that fails transiently `RetryPolicy.attempts` times is `dead_letter` with its last reason;
 anything else (a corrupt file, a bug) fails once and is `failed`.
@@ -15,9 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
 from functools import partial
-from typing import TypeVar
 
 import psycopg
 import pyarrow as pa
@@ -25,70 +23,20 @@ from pgvector.psycopg import register_vector
 
 from actors import metrics
 from actors.object_store import ObjectStore
+from actors.retries import GaveUp, RetryPolicy, describe, with_retries
 from pipeline import records
 from sql.write import ingest as ingest_sql
 from sql.write import writes
 
 _log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """`CORPUSMEM_RETRY_ATTEMPTS` attempts in all; waits of `backoff_s`, doubling, at most
-    `backoff_max_s`, between them."""
-
-    attempts: int = 3
-    backoff_s: float = 2.0
-    backoff_max_s: float = 60.0
-
-    def delay(self, attempt: int) -> float:
-        return min(self.backoff_max_s, self.backoff_s * 2 ** (attempt - 1))
-
-
-class GaveUp(Exception):
-    """A transient failure outlived its attempts: the unit is dead-lettered with this reason."""
-
-    def __init__(self, attempts: int, error: BaseException) -> None:
-        super().__init__(f"{describe(error)} (gave up after {attempts} attempts)")
-        self.attempts = attempts
-
-
-def describe(err: BaseException) -> str:
-    return f"{type(err).__name__}: {err}".strip()
-
-
-def is_transient(err: BaseException) -> bool:
-    """psycopg's `OperationalError` covers a dropped or refused connection, a server shutting
-    down, a serialization failure or deadlock; `OSError` covers object-store and network errors.
-    Another attempt may get through. Anything else (bad data, a bug) would fail the same way."""
-    return isinstance(err, (psycopg.OperationalError, OSError))
-
-
-def with_retries(policy: RetryPolicy, attempt: Callable[[], T], on_retry: Callable[[BaseException], None]) -> T:
-    """`attempt()` until it succeeds, fails permanently (raised as it is) or has failed
-    transiently `policy.attempts` times (`GaveUp`). `on_retry(error)` runs before each wait."""
-    for n in range(1, policy.attempts + 1):
-        try:
-            return attempt()
-        except Exception as err:
-            if not is_transient(err):
-                raise
-            if n == policy.attempts:
-                raise GaveUp(n, err) from err
-            _log.warning("transient failure, attempt %d of %d, next in %.1f s: %s", n, policy.attempts,
-                         policy.delay(n), describe(err))
-            on_retry(err)
-            time.sleep(policy.delay(n))
-    raise AssertionError("unreachable: policy.attempts >= 1")
-
 
 class Link:
     """One autocommit PostgreSQL connection, opened again after it broke."""
 
-    def __init__(self, dsn: str) -> None:
+    def __init__(self, dsn: str, application_name: str | None = None) -> None:
         self._dsn = dsn
+        self._application_name = application_name
         self._conn: psycopg.Connection | None = None
 
     @property
@@ -96,9 +44,16 @@ class Link:
         if self._conn is None or self._conn.closed or self._conn.broken:
             # autocommit: each `transaction()` block is then a real transaction, never a
             # savepoint inside one that an earlier read opened
-            self._conn = psycopg.connect(self._dsn, autocommit=True)
+            self._conn = psycopg.connect(self._dsn, autocommit=True,
+                                         **({"application_name": self._application_name}
+                                            if self._application_name else {}))
             register_vector(self._conn)
         return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     def after(self, err: BaseException) -> None:
         """A connection that failed is not trusted again."""
@@ -218,10 +173,10 @@ class Write:
     def _give_up(self, rows: list[dict], err: GaveUp) -> None:
         for row in rows:
             if records.is_active(row):
-                records.fail(row, "write", str(err))
-        with_retries(self._retry, lambda: self._land(rows, dead_letter=True), self._link.after)
+                records.fail(row, "write", str(err), dead_letter=True)
+        with_retries(self._retry, lambda: self._land(rows), self._link.after)
 
-    def _land(self, rows: list[dict], dead_letter: bool = False) -> None:
+    def _land(self, rows: list[dict]) -> None:
         finished = [r for r in rows if records.is_active(r)]
         md_keys = {r["version_id"]: self._store.put("md", r["markdown"].encode("utf-8"))[1] for r in finished}
         conn = self._link.conn
@@ -232,7 +187,7 @@ class Write:
                 writes.write_finished(conn, mine, md_keys, self._extractor)
             for row in rows:
                 if row["outcome"] in (records.FAILED, records.PARKED) and row["version_id"] in owned:
-                    writes.write_unfinished(conn, row, dead_letter=dead_letter and row["error_stage"] == "write")
+                    writes.write_unfinished(conn, row, dead_letter=bool(row["dead_letter"]))
             noteworthy = [r for r in rows if r["outcome"] in (records.FAILED, records.PARKED)]
             if noteworthy:
                 writes.record_run_items(conn, self._run_id, noteworthy)
@@ -325,7 +280,7 @@ class LoadQueued:
             try:
                 row["content"] = with_retries(self._retry, partial(self._store.get, found["object_key"]), on_retry)
             except GaveUp as err:
-                records.fail(row, "convert", f"stored bytes unreadable: {err}")
+                records.fail(row, "convert", f"stored bytes unreadable: {err}", dead_letter=True)
                 with_retries(self._retry, partial(self._dead_letter, row), self._link.after)
             rows.append(row)
         records.share_seconds(rows, "read", time.perf_counter() - started)

@@ -16,6 +16,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from actors import metrics
+from actors.retries import GaveUp, RetryPolicy
 from pipeline import records
 from pipeline.claims import extract as claims
 from pipeline.claims.claimify_rules import claimify_rules
@@ -61,7 +62,8 @@ class RulesExtractor:
         return [claimify_rules(ctx, sel) for ctx, sel in zip(chunks, selections)], []
 
 
-def build_extractor(config: ExtractorConfig):
+def build_extractor(config: ExtractorConfig, retry: RetryPolicy = RetryPolicy()):
+    """The backend `config` names; `retry` bounds its model calls (`actors/retries.py`)."""
     if config.backend == "rules":
         return RulesExtractor()
     if config.backend == "openai":
@@ -69,7 +71,7 @@ def build_extractor(config: ExtractorConfig):
 
         if not config.llm_model or not config.llm_base_url:
             raise ExtractorUnavailable("the openai extractor needs CORPUSMEM_LLM_MODEL and CORPUSMEM_LLM_BASE_URL")
-        return OpenAIExtractor(OpenAIExtractorConfig(base_url=config.llm_base_url, model=config.llm_model))
+        return OpenAIExtractor(OpenAIExtractorConfig(base_url=config.llm_base_url, model=config.llm_model), retry)
     raise ExtractorUnavailable(f"extractor {config.backend!r} does not run as an actor; "
                                "see actors/vllm_extractor.py")
 
@@ -77,8 +79,8 @@ def build_extractor(config: ExtractorConfig):
 class Extract:
     """Ray Data callable class: claims and ledger rows for every active row of a batch."""
 
-    def __init__(self, config: ExtractorConfig) -> None:
-        self._extractor = build_extractor(config)
+    def __init__(self, config: ExtractorConfig, retry: RetryPolicy = RetryPolicy()) -> None:
+        self._extractor = build_extractor(config, retry)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         started = time.perf_counter()
@@ -86,6 +88,10 @@ class Extract:
         active = [r for r in rows if records.is_active(r)]
         try:
             costs = claims.extract_batch(active, self._extractor)
+        except GaveUp as err:  # the model stayed unreachable: dead letters, which `corpusmem retry` replays
+            for row in active:
+                records.fail(row, "extract", f"model call: {err}", dead_letter=True)
+            costs = []
         except Exception as err:  # a backend bug must not lose the batch's documents
             for row in active:
                 records.fail(row, "extract", f"{type(err).__name__}: {err}")

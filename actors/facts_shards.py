@@ -1,6 +1,8 @@
 """The stateful actors of the facts phase, each holding one PostgreSQL connection.
 
 - `Normalizer`: claims → assertions and mentions (`normalize_relations`), a version at a time.
+- `NormalizeInputs` and `AssertionWriter`: the same step when a processor reads the claims (the
+  `vllm` normalizer, `jobs/normalize_llm.py`): claims → processor rows, answers → assertions.
 - `ResolverShard`: owns a set of mention keys; resolves each key's mentions document by
   document, in said-on order, through the cascade (`pipeline/facts/resolution.py`).
 - `AdjudicatorShard`: owns a set of anchor entities; adjudicates each entity's pending
@@ -28,11 +30,12 @@ from functools import partial
 from typing import Any
 
 import psycopg
-from pgvector.psycopg import register_vector
+import pyarrow as pa
 
 from actors import metrics
-from actors.db_writer import GaveUp, Link, RetryPolicy, with_retries
+from actors.db_writer import Link
 from actors.extractor import ExtractorConfig, ExtractorUnavailable
+from actors.retries import GaveUp, RetryPolicy, with_retries
 from pipeline.facts import adjudication, names, normalize, resolution
 from sql.store import runs
 from sql.write import assertions as assertions_sql
@@ -45,12 +48,6 @@ _log = logging.getLogger(__name__)
 def shard_of(key: str, shards: int) -> int:
     """A stable hash (not Python's salted `hash`), so a key has the same owner in every process."""
     return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big") % shards
-
-
-def _connect(dsn: str) -> psycopg.Connection:
-    conn = psycopg.connect(dsn, autocommit=True)
-    register_vector(conn)
-    return conn
 
 
 def _dead_letter(link: Link, stage: str, versions: Callable[[psycopg.Connection], list[str]], err: GaveUp) -> int:
@@ -67,7 +64,8 @@ def _dead_letter(link: Link, stage: str, versions: Callable[[psycopg.Connection]
 
 class Normalizer:
     """`normalize_relations` by the rules, or by a schema-bound call to an OpenAI-compatible
-    endpoint when the import's extractor is `openai` (malformed answers fall back to the rules)."""
+    endpoint when the import's extractor is `openai` (malformed answers fall back to the rules; an
+    endpoint that fails every attempt dead-letters the version, whose claims stay unread)."""
 
     def __init__(self, dsn: str, config: ExtractorConfig | None = None, retry: RetryPolicy = RetryPolicy()) -> None:
         self._link = Link(dsn)
@@ -80,7 +78,8 @@ class Normalizer:
 
             if not config.llm_model or not config.llm_base_url:
                 raise ExtractorUnavailable("the openai normalizer needs CORPUSMEM_LLM_MODEL and CORPUSMEM_LLM_BASE_URL")
-            self._model = OpenAINormalizer(OpenAIExtractorConfig(base_url=config.llm_base_url, model=config.llm_model))
+            self._model = OpenAINormalizer(OpenAIExtractorConfig(base_url=config.llm_base_url, model=config.llm_model),
+                                           retry=retry)
             self.version = self._model.version
 
     def normalize(self, version_ids: list[str]) -> dict[str, Any]:
@@ -94,29 +93,106 @@ class Normalizer:
         by_version: dict[str, list[dict]] = defaultdict(list)
         for claim in claims:
             by_version[claim["version_id"]].append(claim)
-        rows, mentions, costs = [], [], []
-        for version_id, version_claims in by_version.items():
-            def assertion_id(claim_id: str, o: int) -> str:
-                return assertions_sql.assertion_id_for(claim_id, self.version, o)
+        rows, mentions, costs, read = [], [], [], []
+        dead = 0
 
+        def assertion_id(claim_id: str, o: int) -> str:
+            return assertions_sql.assertion_id_for(claim_id, self.version, o)
+
+        for version_id, version_claims in by_version.items():
             if self._model is None:
                 r, m = normalize.normalize_version(version_claims, assertion_id)
             else:
-                r, m, cost, _problems = self._model.normalize_version_costed(version_claims, assertion_id)
+                try:
+                    r, m, cost, _problems = self._model.normalize_version_costed(version_claims, assertion_id)
+                except GaveUp as err:   # the model, not the database: this version waits, the others go on
+                    dead += _dead_letter(self._link, "normalize_relations", lambda _, v=version_id: [v], err)
+                    continue
                 if cost is not None:
                     costs.append((version_id, cost))
             rows += r
             mentions += m
+            read += [c["claim_id"] for c in version_claims]
         # Only the write is retried: the normalization (model calls included) is not paid twice.
         try:
             with_retries(self._retry, lambda: assertions_sql.write(
-                self._link.conn, rows, mentions, [c["claim_id"] for c in claims], self.version, costs),
-                self._link.after)
+                self._link.conn, rows, mentions, read, self.version, costs), self._link.after)
         except GaveUp as err:
             dead = _dead_letter(self._link, "normalize_relations", lambda _: version_ids, err)
             return {"claims": 0, "assertions": 0, "dead_letter": dead, "seconds": time.perf_counter() - started}
-        return {"claims": len(claims), "assertions": len(rows), "dead_letter": 0,
+        return {"claims": len(read), "assertions": len(rows), "dead_letter": dead,
                 "seconds": time.perf_counter() - started}
+
+
+# `vllm_normalizer.INPUT_COLUMNS`, typed.
+NORMALIZE_INPUT_SCHEMA = pa.schema([("version_id", pa.string()), ("part", pa.int32()), ("parts", pa.int32()),
+                                    ("claims_json", pa.string()), ("topic", pa.string())])
+
+
+class NormalizeInputs:
+    """Ray Data callable class: versions waiting for `normalize_relations` → the `vllm`
+    normalizer's input rows (`vllm_normalizer.rows_for`). A batch whose claims stay unreadable is
+    dead-lettered and gives no rows."""
+
+    def __init__(self, dsn: str, retry: RetryPolicy = RetryPolicy()) -> None:
+        self._link = Link(dsn)
+        self._retry = retry
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        from actors.vllm_normalizer import rows_for
+
+        version_ids = batch.column("version_id").to_pylist()
+        try:
+            claims = with_retries(self._retry, lambda: assertions_sql.claims_of(self._link.conn, version_ids),
+                                  self._link.after)
+        except GaveUp as err:
+            _dead_letter(self._link, "normalize_relations", lambda _: version_ids, err)
+            claims = []
+        by_version: dict[str, list[dict]] = defaultdict(list)
+        for claim in claims:
+            by_version[claim["version_id"]].append(claim)
+        return pa.Table.from_pylist([row for version_id, found in by_version.items()
+                                     for row in rows_for(version_id, found, normalize.version_topic(found))],
+                                    schema=NORMALIZE_INPUT_SCHEMA)
+
+
+class AssertionWriter:
+    """Writes the assertions a processor found (`normalizer` names it), a few versions to a
+    transaction, each version's claims read together (`normalize.version_rows`); retried on
+    transient failures, dead-lettered when the database stays away."""
+
+    def __init__(self, dsn: str, normalizer: str, retry: RetryPolicy = RetryPolicy()) -> None:
+        self._link = Link(dsn)
+        self._normalizer = normalizer
+        self._retry = retry
+
+    def write(self, read: list[tuple[str, list[dict], list[list[normalize.Assertion]], list]]) -> dict[str, int]:
+        """`read`: (version_id, its claims, per claim the assertions found, the calls' CallCosts)."""
+        rows, mentions, claim_ids, costs = [], [], [], []
+
+        def assertion_id(claim_id: str, o: int) -> str:
+            return assertions_sql.assertion_id_for(claim_id, self._normalizer, o)
+
+        for version_id, claims, found, calls in read:
+            r, m = normalize.version_rows(list(zip(claims, found, strict=True)), assertion_id, self._normalizer)
+            rows += r
+            mentions += m
+            claim_ids += [c["claim_id"] for c in claims]
+            costs += [(version_id, cost) for cost in calls]
+        try:
+            with_retries(self._retry, lambda: assertions_sql.write(
+                self._link.conn, rows, mentions, claim_ids, self._normalizer, costs), self._link.after)
+        except GaveUp as err:
+            return {"claims": 0, "assertions": 0,
+                    "dead_letter": _dead_letter(self._link, "normalize_relations",
+                                                lambda _: [v for v, *_ in read], err)}
+        return {"claims": len(claim_ids), "assertions": len(rows), "dead_letter": 0}
+
+    def dead_letter(self, version_ids: list[str], err: GaveUp) -> int:
+        return _dead_letter(self._link, "normalize_relations", lambda _: version_ids, err)
+
+    def close(self) -> None:
+        self._link.close()
 
 
 class ResolverShard:
@@ -220,29 +296,42 @@ class AdjudicatorShard:
 
 class LabelVectors:
     """`label_relation` and profile refresh (`adjudicate_supersession`): fact labels and entity
-    profiles into vectors, with the deployment's embedding model."""
+    profiles into vectors, with the deployment's embedding model. A run that fails transiently is
+    run again (what it wrote stays written); one that runs out of attempts says so in its result."""
 
-    def __init__(self, dsn: str, model, device: str, batch_size: int, threads: int | None = None) -> None:
+    def __init__(self, dsn: str, model, device: str, batch_size: int, threads: int | None = None,
+                 retry: RetryPolicy = RetryPolicy()) -> None:
         from actors.embedder import load_model
 
-        self._conn = _connect(dsn)
+        self._link = Link(dsn)
         self._model = load_model(model, device, threads)
         self._batch_size = batch_size
+        self._retry = retry
 
     def _encode(self, texts: list[str]):
         return self._model.encode(texts, batch_size=self._batch_size, convert_to_numpy=True,
                                   normalize_embeddings=True, show_progress_bar=False)
 
     def run(self, page: int = 1024) -> dict[str, Any]:
+        """Counts of fact vectors and profiles written; with `gave_up` (attempts, reason) when the
+        database stayed away."""
         from sql.write import reconcile
 
         started = time.perf_counter()
-        facts = profiles = 0
-        while rows := reconcile.facts_without_vectors(self._conn, page):
-            reconcile.set_fact_vectors(self._conn, list(zip([f for f, _ in rows], self._encode([l for _, l in rows]))))
-            facts += len(rows)
-        while rows := reconcile.stale_profiles(self._conn, page):
-            vectors = self._encode([p for _, p in rows])
-            reconcile.set_profiles(self._conn, [(e, p, v) for (e, p), v in zip(rows, vectors)])
-            profiles += len(rows)
-        return {"fact_vectors": facts, "profiles": profiles, "seconds": time.perf_counter() - started}
+        done = {"fact_vectors": 0, "profiles": 0}
+
+        def attempt() -> None:
+            conn = self._link.conn
+            while rows := reconcile.facts_without_vectors(conn, page):
+                reconcile.set_fact_vectors(conn, list(zip([f for f, _ in rows], self._encode([l for _, l in rows]))))
+                done["fact_vectors"] += len(rows)
+            while rows := reconcile.stale_profiles(conn, page):
+                vectors = self._encode([p for _, p in rows])
+                reconcile.set_profiles(conn, [(e, p, v) for (e, p), v in zip(rows, vectors)])
+                done["profiles"] += len(rows)
+
+        try:
+            with_retries(self._retry, attempt, self._link.after)
+        except GaveUp as err:
+            return {**done, "gave_up": (err.attempts, err.reason), "seconds": time.perf_counter() - started}
+        return {**done, "seconds": time.perf_counter() - started}

@@ -2,9 +2,12 @@
 
 Meant for `vllm serve` on a GPU box (or any hosted endpoint that honours JSON-schema response
 formats). Prompts, schemas and parsing are `pipeline/claims/llm_io.py`'s, shared with the `vllm` backend.
-Calls run in a bounded thread pool; the SDK retries transport errors and 408/409/429/5xx answers
-with backoff. A call that still fails costs its chunk's statements, never the batch: Selection
-keeps them flagged, Claimify omits them, each with the cause.
+Calls run in a bounded thread pool. A call the endpoint fails transiently (unreachable, timed out,
+408/409/429/5xx) is retried by the import's `RetryPolicy` (`actors/retries.py`, the writer's own
+rule); one that fails every attempt raises `GaveUp`, and the batch's versions are `dead_letter` at
+`extract_claims` with the reason, for `corpusmem retry`. An answer that is refused, empty or not a
+chat completion costs its chunk's statements, never the batch: Selection keeps them flagged,
+Claimify omits them, each with the cause.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from actors.retries import RetryPolicy, describe, with_retries
 from pipeline.claims import llm_io
 from pipeline.claims.extraction import (
     CallCost,
@@ -43,10 +47,8 @@ class OpenAIExtractorConfig(BaseModel):
                                              "past its `max_num_seqs` requests only queue.")
     timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout. A long Claimify answer at "
                                                               "low throughput needs minutes; a dead server should "
-                                                              "not hold a batch longer than this times the retries.")
-    max_retries: int = Field(default=2, ge=0, le=10,
-                             description="SDK retries of a failed request (connection errors, 408/409/429/5xx) "
-                                         "with backoff, before its statements fall back.")
+                                                              "not hold a batch longer than this times the "
+                                                              "attempts (CORPUSMEM_RETRY_ATTEMPTS).")
     max_tokens: int = Field(default=2048, ge=16, description="Output cap per call. Too low truncates answers "
                                                              "(the cut statements are omitted); too high lets a "
                                                              "looping model burn time.")
@@ -62,25 +64,39 @@ class _Reply:
     failure: str | None     # why there is no usable text
 
 
-class ChatEndpoint:
-    """One JSON-schema-bound chat completion at a time, shared by the extractor and the normalizer:
-    a call that fails after the SDK's retries, is refused, or comes back empty is a `_Reply` with
-    the cause, never an exception."""
+class EndpointUnavailable(Exception):
+    """The endpoint failed in a way another attempt may get through: unreachable, timed out, or
+    answered 408, 409, 429 or 5xx."""
 
-    def __init__(self, config: OpenAIExtractorConfig) -> None:
+
+# Answers worth another attempt: timeout, conflict, rate limit, and the server's own errors.
+_RETRIED_STATUS = (408, 409, 429)
+
+
+class ChatEndpoint:
+    """One JSON-schema-bound chat completion at a time, shared by the extractor and the normalizer.
+
+    A call the endpoint fails transiently gets the `retry` policy's attempts with its backoff (the
+    SDK's own retries are off, so there is one rule and one budget) and then raises `GaveUp`
+    naming the endpoint. A call that is refused, comes back empty, or fails for good (a 400, a
+    body that is not a chat completion) is a `_Reply` with the cause."""
+
+    def __init__(self, config: OpenAIExtractorConfig, retry: RetryPolicy = RetryPolicy()) -> None:
         import openai
 
         self._client = openai.OpenAI(base_url=config.base_url, api_key=config.api_key,
-                                     timeout=config.timeout_s, max_retries=config.max_retries)
+                                     timeout=config.timeout_s, max_retries=0)
         self._call_errors = (openai.OpenAIError, ValueError, TypeError, AttributeError, IndexError, KeyError)
         self._config = config
+        self._retry = retry
 
     def complete(self, messages: list[dict[str, str]], response_format: dict[str, Any]) -> _Reply:
         started = time.perf_counter()
+        request = {"model": self._config.model, "messages": messages, "response_format": response_format,
+                   "max_tokens": self._config.max_tokens, "temperature": self._config.temperature}
         try:
-            response = self._client.chat.completions.create(
-                model=self._config.model, messages=messages, response_format=response_format,
-                max_tokens=self._config.max_tokens, temperature=self._config.temperature)
+            response = with_retries(self._retry, lambda: self._create(request), lambda err: None,
+                                    transient=lambda err: isinstance(err, EndpointUnavailable))
             choice = response.choices[0]
             usage = response.usage
             text = choice.message.content
@@ -98,6 +114,18 @@ class ChatEndpoint:
         # A cut answer (finish_reason "length") is read by the parser, which keeps what was complete.
         return _Reply(text, cost, None)
 
+    def _create(self, request: dict[str, Any]) -> Any:
+        import openai
+
+        try:
+            return self._client.chat.completions.create(**request)
+        except openai.APIConnectionError as err:    # unreachable or timed out
+            raise EndpointUnavailable(f"{self._config.base_url}: {describe(err)}") from err
+        except openai.APIStatusError as err:
+            if err.status_code in _RETRIED_STATUS or err.status_code >= 500:
+                raise EndpointUnavailable(f"{self._config.base_url}: {describe(err)}") from err
+            raise
+
     def _cost(self, started: float, usage: Any) -> CallCost:
         return CallCost(backend=BACKEND, model=self._config.model, calls=1,
                         tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
@@ -110,8 +138,8 @@ class OpenAIExtractor:
 
     name = BACKEND
 
-    def __init__(self, config: OpenAIExtractorConfig) -> None:
-        self._endpoint = ChatEndpoint(config)
+    def __init__(self, config: OpenAIExtractorConfig, retry: RetryPolicy = RetryPolicy()) -> None:
+        self._endpoint = ChatEndpoint(config, retry)
         self._config = config
         self.version = f"openai-1:{config.model}:{llm_io.prompt_hash()}"
         self._formats = {name: {"type": "json_schema",

@@ -3,10 +3,12 @@
 Same endpoint and settings as the `openai` extractor (`OpenAIExtractorConfig`): `vllm serve` on a
 GPU box, or any hosted endpoint that honours JSON-schema response formats. Prompt, schema and
 parsing are `pipeline/facts/normalize_llm.py`'s, shared with the `vllm` normalizer. Claims go at most
-`MAX_CLAIMS_PER_CALL` to a call, calls run in a bounded thread pool, and the SDK retries transport
-errors and 408/409/429/5xx answers with backoff. A call that still fails costs its claims nothing
-but the model: they are read by the rules normalizer, and the problems say why. It never fails the
-batch.
+`MAX_CLAIMS_PER_CALL` to a call, and calls run in a bounded thread pool. A call the endpoint fails
+transiently is retried by the import's `RetryPolicy` (`actors/retries.py`); one that fails every
+attempt raises `GaveUp`, and the version's `normalize_relations` is `dead_letter` with the reason
+(its claims stay unread, for the next facts phase or `corpusmem retry`). An answer that is refused,
+malformed or not a chat completion costs its claims nothing but the model: they are read by the
+rules normalizer, and the problems say why.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from actors.openai_extractor import BACKEND, ChatEndpoint, OpenAIExtractorConfig
+from actors.retries import RetryPolicy
 from pipeline.claims.extraction import CallCost
 from pipeline.facts import normalize, normalize_llm
 from pipeline.facts.normalize import Assertion
@@ -24,8 +27,9 @@ class OpenAINormalizer:
 
     name = BACKEND
 
-    def __init__(self, config: OpenAIExtractorConfig, batch_size: int = normalize_llm.MAX_CLAIMS_PER_CALL) -> None:
-        self._endpoint = ChatEndpoint(config)
+    def __init__(self, config: OpenAIExtractorConfig, batch_size: int = normalize_llm.MAX_CLAIMS_PER_CALL,
+                 retry: RetryPolicy = RetryPolicy()) -> None:
+        self._endpoint = ChatEndpoint(config, retry)
         self._config = config
         self._batch_size = max(1, min(batch_size, normalize_llm.MAX_CLAIMS_PER_CALL))
         self.version = normalize_llm.version(config.model, BACKEND)
@@ -35,7 +39,8 @@ class OpenAINormalizer:
     def normalize_claims(self, claims: list[dict], topic: str | None
                          ) -> tuple[list[list[Assertion]], CallCost | None, list[str]]:
         """Per claim its assertions, the calls' summed cost (None when no call was made), and the
-        problems met: dropped entries and rules fallbacks, each with its cause."""
+        problems met: dropped entries and rules fallbacks, each with its cause. Raises `GaveUp`
+        when a call failed transiently on every attempt."""
         groups = normalize_llm.batches(claims, self._batch_size)
         if not groups:
             return [], None, []

@@ -82,12 +82,10 @@ class Memory:
     def import_example(self) -> None:
         """Import `examples/team` (what `make demo` imports) into this memory."""
         from jobs import import_corpus
-        from pipeline.documents.sources import SourceOptions
 
         print(f"importing the example corpus ({EXAMPLE_CORPUS}) into {self!r} ...", file=sys.stderr)
-        options = import_corpus.ImportOptions(
-            paths=(str(EXAMPLE_CORPUS),), progress=False,
-            source=SourceOptions.from_settings(self.settings, modified_at_from="path"))
+        options = import_corpus.import_options(self.settings, (str(EXAMPLE_CORPUS),), progress=False,
+                                               source={"modified_at_from": "path"})
         import_corpus.run_import(options, self.settings)
 
     # -- the import ----------------------------------------------------------------------

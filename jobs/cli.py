@@ -15,7 +15,9 @@ def _import(args: argparse.Namespace) -> int:
     from jobs import import_corpus
 
     settings = runtime.settings()
-    report = import_corpus.run_import(import_corpus.options_from_args(args, settings), settings)
+    options = import_corpus.options_from_args(args, settings)
+    import_corpus.own_signals()
+    report = import_corpus.run_import(options, settings)
     print(report.render())
     return 0
 

@@ -6,7 +6,6 @@ from datetime import datetime, timezone
 
 from jobs import facts_cli, import_corpus, runtime
 from jobs.settings import Settings
-from pipeline.documents.sources import SourceOptions
 from serve.retrieval import facts as facts_retrieval
 from sql.read import demo_queries, facts_queries
 from sql.store import authority as store
@@ -15,10 +14,8 @@ EXAMPLES = runtime.PROJECT_ROOT / "examples" / "team"
 
 
 def main(settings: Settings) -> int:
-    options = import_corpus.ImportOptions(
-        paths=(str(EXAMPLES),),
-        source=SourceOptions.from_settings(settings, modified_at_from="path"),
-        batch_size=4)
+    options = import_corpus.import_options(settings, (str(EXAMPLES),), source={"modified_at_from": "path"},
+                                           batch_size=4)
     report = import_corpus.run_import(options, settings)
     print(report.render())
     with store.connect(store.resolve_dsn(settings)) as conn:

@@ -22,7 +22,7 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from actors import metrics
-from actors.db_writer import Ingest, LoadQueued, RetryPolicy, Write
+from actors.db_writer import Ingest, LoadQueued, Write
 from actors.embedder import Embed, ModelNotFound, model_dimension
 from actors.extractor import (
     BACKENDS,
@@ -31,6 +31,7 @@ from actors.extractor import (
     ExtractorUnavailable,
     build_extractor,
 )
+from actors.retries import RetryPolicy
 from jobs import facts, runtime, shutdown
 from jobs.settings import Settings
 from pipeline import records
@@ -68,11 +69,15 @@ def _embedder_cpus(workers: int) -> float:
 
 @dataclass(frozen=True)
 class ImportOptions:
+    """How one run goes. Entry points build it with `import_options`, which reads the settings."""
+
     paths: tuple[str, ...]
     source: SourceOptions
+    # the claim extractor, and so the normalizer of the facts phase; no default, so that no entry
+    # point falls back to `rules` whatever CORPUSMEM_EXTRACTOR says
+    extractor: ExtractorConfig
     batch_size: int = 16
     workers: int = 1
-    extractor: ExtractorConfig = ExtractorConfig()
     quiet: bool = True   # Ray's own logs to its files only (`--verbose` shows them)
     progress: bool = True
     # versions taken from the queue (`POST /ingest`, `retry`), processed in place of reading and
@@ -288,6 +293,10 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
                     retry=retry)
                 store.ensure_vector_indexes(owner)
         report.status = "succeeded"
+    except (shutdown.Interrupted, KeyboardInterrupt):
+        # stopped by a signal, not by a fault: a re-run resumes it
+        report.status = "interrupted"
+        raise
     finally:
         report.ray_job = runtime.job_info()
         report.nodes = runtime.placements(since=started_at)
@@ -295,7 +304,7 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
             bar.close()
         report.pipeline_seconds = time.perf_counter() - pipeline_started
         report.wall_seconds = time.perf_counter() - started
-        if report.status != "succeeded":
+        if report.status not in ("succeeded", "interrupted"):
             report.status = "failed"
         try:
             runs.release_claims(owner, run_id)
@@ -367,7 +376,7 @@ def _pipeline(options: ImportOptions, settings: Settings, dsn: str, run_id: str,
     ds = ds.map_batches(stages.chunk, fn_kwargs={"target_chars": target}, batch_size=b,
                         batch_format="pyarrow", num_cpus=TASK_CPUS)
     if llm is None:
-        ds = ds.map_batches(Extract, fn_constructor_kwargs={"config": options.extractor},
+        ds = ds.map_batches(Extract, fn_constructor_kwargs={"config": options.extractor, "retry": retry},
                             compute=ray.data.ActorPoolStrategy(size=1), batch_size=b,
                             batch_format="pyarrow", num_cpus=_DB_ACTOR_CPUS)
     ds = ds.map_batches(Embed, fn_constructor_kwargs={
@@ -417,28 +426,42 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def run_options(args: argparse.Namespace, settings: Settings, command: str) -> dict[str, Any]:
-    """The `ImportOptions` fields `add_run_arguments` gives."""
+def run_options(args: argparse.Namespace, command: str) -> dict[str, Any]:
+    """The `import_options` arguments `add_run_arguments` gives."""
     if args.batch_size < 1 or args.workers < 1:
         raise SystemExit(f"corpusmem {command}: --batch-size and --workers must be at least 1")
-    extractor = ExtractorConfig(backend=args.extractor or settings.extractor, llm_model=settings.llm_model,
-                                llm_base_url=settings.llm_base_url)
-    return {"batch_size": args.batch_size, "workers": args.workers, "extractor": extractor,
+    return {"batch_size": args.batch_size, "workers": args.workers, "extractor": args.extractor,
             "quiet": not args.verbose, "progress": not args.no_progress}
 
 
-def options_from_args(args: argparse.Namespace, settings: Settings) -> ImportOptions:
-    """The options of an import started from the command line (`corpusmem import`, `main`).
+def import_options(settings: Settings, paths: tuple[str, ...], *, extractor: str | None = None,
+                   source: dict[str, Any] | None = None, **run: Any) -> ImportOptions:
+    """The options of a run, whoever starts it (`corpusmem import`, `import-vectors`, `retry`, the
+    processor of `POST /ingest`, the demo): every setting an `ImportOptions` carries is read here
+    and only here, so no entry point can honour one that another ignores. `extractor` is the
+    `--extractor` flag, which wins over CORPUSMEM_EXTRACTOR; the facts phase normalizes with the
+    same backend. `source` and `run` are the entry point's own `SourceOptions` and
+    `ImportOptions` fields."""
+    return ImportOptions(
+        paths=tuple(paths), source=SourceOptions.from_settings(settings, **(source or {})),
+        extractor=ExtractorConfig(backend=extractor or settings.extractor, llm_model=settings.llm_model,
+                                  llm_base_url=settings.llm_base_url),
+        **run)
 
-    Such an import owns its process, so from here on SIGINT and SIGTERM stop it: the run unwinds
-    with `shutdown.Interrupted` (its run is recorded as failed; a re-run resumes it), Ray and the
-    embedded PostgreSQL are let go, and the process exits with 128 + the signal."""
-    run = run_options(args, settings, "import")
+
+def options_from_args(args: argparse.Namespace, settings: Settings) -> ImportOptions:
+    """The options of an import started from the command line (`corpusmem import`, `main`)."""
+    return import_options(settings, tuple(args.paths), source={
+        "source_kind": args.source_kind, "living": args.living, "include": tuple(args.include),
+        "exclude": tuple(args.exclude), "modified_at_from": args.modified_at_from}, **run_options(args, "import"))
+
+
+def own_signals() -> None:
+    """An import started from the command line owns its process, so from here on SIGINT and
+    SIGTERM stop it: the run unwinds with `shutdown.Interrupted` (its run is recorded as
+    interrupted; a re-run resumes it), Ray and the embedded PostgreSQL are let go, and the process
+    exits with 128 + the signal."""
     shutdown.install(interrupt=True)
-    source = SourceOptions.from_settings(
-        settings, source_kind=args.source_kind, living=args.living, include=tuple(args.include),
-        exclude=tuple(args.exclude), modified_at_from=args.modified_at_from)
-    return ImportOptions(paths=tuple(args.paths), source=source, **run)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -446,7 +469,9 @@ def main(argv: list[str] | None = None) -> int:
     add_arguments(parser)
     args = parser.parse_args(argv)
     settings = runtime.settings()
-    report = run_import(options_from_args(args, settings), settings)
+    options = options_from_args(args, settings)
+    own_signals()
+    report = run_import(options, settings)
     print(report.render())
     return 0
 

@@ -30,7 +30,6 @@ from jobs import import_corpus, runtime
 from jobs.settings import Settings
 from pipeline import records
 from pipeline.documents.rebuild import RebuildTally
-from pipeline.documents.sources import SourceOptions
 from pipeline.documents.vector_fields import ROLES, FieldMap, guess, lookup
 from sql.read import claims_queries
 from sql.store import authority as store
@@ -226,8 +225,8 @@ class VectorReport:
 
 
 def run(request: VectorImport, settings: Settings, *, quiet: bool = True, **run_args: Any) -> VectorReport:
-    """Import the store `request` names; `run_args` are `ImportOptions` fields (batch size, workers,
-    extractor, progress)."""
+    """Import the store `request` names; `run_args` are `import_options` arguments (batch size, workers,
+    the `--extractor` flag, progress)."""
     import ray
 
     if request.store.store not in ("parquet", "jsonl"):
@@ -244,10 +243,9 @@ def run(request: VectorImport, settings: Settings, *, quiet: bool = True, **run_
             deletions = (delete_missing(dsn, prepared, dry_run=True, out=sys.stderr) if store.pinned_model(dsn)
                          else Deletions([], dry_run=True))
         return VectorReport(None, prepared, RebuildTally(), deletions)
-    options = import_corpus.ImportOptions(
-        paths=(f"{request.store.store}:{request.store.location}",),
-        source=SourceOptions.from_settings(settings, source_kind=request.kind, living=request.living),
-        quiet=quiet, documents=prepared, **run_args)
+    options = import_corpus.import_options(
+        settings, (f"{request.store.store}:{request.store.location}",),
+        source={"source_kind": request.kind, "living": request.living}, quiet=quiet, documents=prepared, **run_args)
     report = import_corpus.run_import(options, settings)
     tally = ray.get(prepared.counter.result.remote())
     deletions = None
@@ -299,7 +297,7 @@ def request_from_args(args: argparse.Namespace) -> VectorImport:
 def main_args(args: argparse.Namespace, settings: Settings) -> int:
     from jobs import shutdown
 
-    run_args = import_corpus.run_options(args, settings, "import-vectors")
+    run_args = import_corpus.run_options(args, "import-vectors")
     request = request_from_args(args)
     shutdown.install(interrupt=True)
     report = run(request, settings, **run_args)

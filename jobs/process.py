@@ -12,9 +12,8 @@ from __future__ import annotations
 import logging
 import threading
 
-from jobs.import_corpus import ImportOptions, run_import
+from jobs.import_corpus import ImportOptions, import_options, run_import
 from jobs.settings import Settings
-from pipeline.documents.sources import SourceOptions
 from sql.store import authority as store
 from sql.write import ingest as ingest_sql
 
@@ -29,11 +28,15 @@ def process_once(settings: Settings, batch: int = 64) -> int:
         return 0
     # A server must keep draining while a long import runs: its facts phase is left to the
     # import when one is in flight (that phase reads these versions' claims too).
-    options = ImportOptions(paths=("queued",), source=SourceOptions.from_settings(settings), batch_size=8,
-                            quiet=True, progress=False, queued=tuple(queued), wait_for_facts=False)
-    report = run_import(options, settings)
+    report = run_import(options(settings, tuple(queued)), settings)
     _log.info("processed %d queued versions: %s", report.seen, report.counts)
     return report.seen
+
+
+def options(settings: Settings, versions: tuple[str, ...]) -> ImportOptions:
+    """The options of a micro-batch over the queued `versions`."""
+    return import_options(settings, ("queued",), batch_size=8, quiet=True, progress=False, queued=versions,
+                          wait_for_facts=False)
 
 
 def drain(settings: Settings, stop: threading.Event, interval_s: float = 2.0) -> None:

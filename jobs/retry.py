@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import argparse
 
-from jobs.import_corpus import ImportOptions, run_import
+from jobs.import_corpus import ImportOptions, import_options, run_import
 from jobs.settings import Settings
-from pipeline.documents.sources import SourceOptions
 from sql.store import authority as store
 from sql.store import runs
 from sql.write import ingest as ingest_sql
@@ -41,9 +40,7 @@ def retry(settings: Settings, stage: str | None, version_id: str | None) -> tupl
         facts = sorted({v for v, s, _ in work if s in FACT_STAGES})
         reopened = ingest_sql.reopen_versions(conn, document, stage)
         runs.reopen_fact_stages(conn, facts, [stage] if stage else list(FACT_STAGES))
-    options = ImportOptions(paths=("retry",), source=SourceOptions.from_settings(settings), batch_size=8,
-                            progress=False, quiet=True, queued=tuple(reopened))
-    report = run_import(options, settings)
+    report = run_import(options(settings, tuple(reopened)), settings)
     with store.connect(dsn) as conn:
         left = runs.work_statuses(conn, sorted(set(document) | set(facts)))
     lines = [f"retrying {len(reopened)} versions and the fact stages of {len(facts)}", report.render()]
@@ -55,6 +52,11 @@ def retry(settings: Settings, stage: str | None, version_id: str | None) -> tupl
         lines.append("every retried stage succeeded" if not left else
                      "left waiting: " + ", ".join(sorted({f"{st} {status}" for _, st, status, *_ in left})))
     return (1 if failing else 0), "\n".join(lines)
+
+
+def options(settings: Settings, versions: tuple[str, ...]) -> ImportOptions:
+    """The options of a retry run over the reopened `versions`."""
+    return import_options(settings, ("retry",), batch_size=8, progress=False, quiet=True, queued=versions)
 
 
 def main(settings: Settings, args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ import sys
 import threading
 
 from jobs import runtime, shutdown
-from jobs.settings import Settings
+from jobs.settings import Settings, SettingsError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -26,6 +26,14 @@ def start(settings: Settings, host: str, port: int) -> str:
     from sql.store import authority as store
     from sql.write import reconcile
 
+    # checked first, so a key or an origin that cannot be used stops the server before it serves
+    try:
+        credentials = auth.parse_tokens(settings.api_tokens, settings.api_tokens_file)
+        tokens = auth.signed_tokens(settings.api_jwt_hs256_key, settings.api_jwt_public_key,
+                                    settings.api_jwt_issuer, settings.api_jwt_audience)
+        origins = auth.parse_origins(settings.cors_origins)
+    except (auth.CredentialError, auth.OriginError) as err:
+        raise SettingsError(f"invalid setting: {err}") from None
     resources = runtime.init_ray(quiet=True)
     runtime.check_shared(settings)
     model = runtime.embedding_model(settings, store.resolve_dsn(settings), gpu=resources.get("GPU", 0) >= 1)
@@ -35,15 +43,16 @@ def start(settings: Settings, host: str, port: int) -> str:
         # what a reconcile interrupted elsewhere left (a crash after its events were recorded) is
         # finished before the first read
         reconcile.reconcile_facts(conn, None)
-    credentials = auth.parse_tokens(settings.api_tokens, settings.api_tokens_file)
     info = DeploymentInfo(authority.deployment.deployment_id, authority.deployment.build_revision, model.pin,
                           settings.object_store_uri, settings.max_file_bytes, tuple(sorted(credentials.items())),
                           admission.Limits(settings.admission_key_per_minute, settings.admission_key_in_flight,
                                            settings.admission_deployment_per_minute,
-                                           settings.admission_deployment_in_flight))
-    if host not in ("127.0.0.1", "localhost", "::1") and not credentials:
+                                           settings.admission_deployment_in_flight),
+                          signed_tokens=tokens, cors_origins=origins,
+                          trusted_principal_source=settings.trusted_principal_source)
+    if host not in ("127.0.0.1", "localhost", "::1") and not (credentials or tokens.enabled):
         print(f"warning: serving {host} without credentials: anyone who can reach it can read and change "
-              "the memory (set CORPUSMEM_API_TOKENS)", file=sys.stderr)
+              "the memory (set CORPUSMEM_API_TOKENS or CORPUSMEM_API_JWT_*)", file=sys.stderr)
     serve.start(http_options={"host": host, "port": port})
     device = settings.embedding_device if model.execution == "torch" else "cpu"
     serve.run(application(dsn=authority.dsn, info=info, model=model, device=device, replicas=settings.serve_replicas,

@@ -68,7 +68,8 @@ SETTINGS: tuple[Setting, ...] = (
             "`openai`: the endpoint, e.g. `http://127.0.0.1:8001/v1` for `vllm serve`."),
     Setting("CORPUSMEM_RETRY_ATTEMPTS", "retry_attempts", "3",
             "Attempts a unit of work gets against transient failures (a dropped connection, an "
-            "object-store error) before it is `dead_letter`; a permanent failure gets one and is `failed`."),
+            "object-store error, a model endpoint or engine that does not answer) before it is "
+            "`dead_letter`; a permanent failure gets one and is `failed`."),
     Setting("CORPUSMEM_RETRY_BACKOFF_S", "retry_backoff_s", "2.0",
             "Seconds before the first retry of a transient failure; doubles with each attempt."),
     Setting("CORPUSMEM_RETRY_BACKOFF_MAX_S", "retry_backoff_max_s", "60.0",
@@ -85,6 +86,22 @@ SETTINGS: tuple[Setting, ...] = (
             "Turns API auth on: comma-separated `scope:secret` (scope `read`, `ingest` or `write`)."),
     Setting("CORPUSMEM_API_TOKENS_FILE", "api_tokens_file", None,
             "Turns API auth on: a file of `scope sha256hex` lines (secrets kept only as hashes)."),
+    Setting("CORPUSMEM_API_JWT_HS256_KEY", "api_jwt_hs256_key", None,
+            "Turns signed bearer tokens on: the shared key (at least 32 bytes) that verifies HS256 JWTs. "
+            "Beside CORPUSMEM_API_TOKENS; both work."),
+    Setting("CORPUSMEM_API_JWT_PUBLIC_KEY", "api_jwt_public_key", None,
+            "Turns signed bearer tokens on: an issuer's public key, PEM text or a PEM file's path. RSA "
+            "(2048 bits or more) verifies RS256 only, EC P-256 ES256 only, Ed25519 EdDSA only."),
+    Setting("CORPUSMEM_API_JWT_ISSUER", "api_jwt_issuer", None,
+            "Signed tokens must carry exactly this `iss`. Unset: `iss` is not checked."),
+    Setting("CORPUSMEM_API_JWT_AUDIENCE", "api_jwt_audience", None,
+            "Signed tokens must carry this `aud`. Unset: a token that names any audience is refused."),
+    Setting("CORPUSMEM_CORS_ORIGINS", "cors_origins", None,
+            "Browser origins that may call the API, comma-separated exact origins (`https://app.example.com`; "
+            "`http` only on localhost). Unset: no CORS headers, no browser origin may call it."),
+    Setting("CORPUSMEM_TRUSTED_PRINCIPAL_SOURCE", "trusted_principal_source", "false",
+            "`true`: `POST /ingest` records `X-Ingest-Principal-Kind`/`-Ref` with the version it creates "
+            "(write credentials only). Only behind a gateway that authenticates the actor and sets them."),
     Setting("CORPUSMEM_API_ADMISSION_KEY_PER_MINUTE", "admission_key_per_minute", "0",
             "Requests per minute per credential (token bucket, burst a quarter of it); 0 = off. Over: 429."),
     Setting("CORPUSMEM_API_ADMISSION_KEY_IN_FLIGHT", "admission_key_in_flight", "0",
@@ -126,6 +143,12 @@ class Settings(BaseModel):
     pool_graph: int = Field(ge=1, le=256, description="CORPUSMEM_POOL_GRAPH")
     api_tokens: str | None = Field(default=None, description="CORPUSMEM_API_TOKENS")
     api_tokens_file: str | None = Field(default=None, description="CORPUSMEM_API_TOKENS_FILE")
+    api_jwt_hs256_key: str | None = Field(default=None, description="CORPUSMEM_API_JWT_HS256_KEY")
+    api_jwt_public_key: str | None = Field(default=None, description="CORPUSMEM_API_JWT_PUBLIC_KEY")
+    api_jwt_issuer: str | None = Field(default=None, description="CORPUSMEM_API_JWT_ISSUER")
+    api_jwt_audience: str | None = Field(default=None, description="CORPUSMEM_API_JWT_AUDIENCE")
+    cors_origins: str | None = Field(default=None, description="CORPUSMEM_CORS_ORIGINS")
+    trusted_principal_source: bool = Field(description="CORPUSMEM_TRUSTED_PRINCIPAL_SOURCE")
     admission_key_per_minute: int = Field(ge=0, description="CORPUSMEM_API_ADMISSION_KEY_PER_MINUTE")
     admission_key_in_flight: int = Field(ge=0, description="CORPUSMEM_API_ADMISSION_KEY_IN_FLIGHT")
     admission_deployment_per_minute: int = Field(ge=0, description="CORPUSMEM_API_ADMISSION_DEPLOYMENT_PER_MINUTE")

@@ -138,6 +138,8 @@ DOC_SCHEMA = pa.schema([
     # errors
     ("error_stage", pa.string()),
     ("error", pa.string()),
+    # the failure was transient and outlived its attempts: the stage is `dead_letter`, not `failed`
+    ("dead_letter", pa.bool_()),
     # busy seconds spent on this row, per stage (a batch's time shared among its rows)
     *[(f"s_{stage}", pa.float64()) for stage in STAGES],
 ])
@@ -166,9 +168,10 @@ def to_rows(batch: pa.Table) -> list[dict[str, Any]]:
     return batch.select(list(COLUMNS)).to_pylist()
 
 
-def fail(row: dict[str, Any], stage: str, error: str) -> dict[str, Any]:
-    """Mark a row failed at `stage`; its bytes and derived text are dropped to keep batches small."""
-    row.update(outcome=FAILED, error_stage=stage, error=error, content=None, markdown=None,
+def fail(row: dict[str, Any], stage: str, error: str, *, dead_letter: bool = False) -> dict[str, Any]:
+    """Mark a row failed at `stage` (`dead_letter`: transiently, out of attempts); its bytes and
+    derived text are dropped to keep batches small."""
+    row.update(outcome=FAILED, error_stage=stage, error=error, dead_letter=dead_letter, content=None, markdown=None,
                sections=None, chunks=None, prior_vectors=None, prior_claims=None, claims=None,
                ledger=None, costs=None)
     return row

@@ -23,6 +23,7 @@ from uuid import UUID
 import psycopg
 from fastapi import Body, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from pgvector.psycopg import register_vector_async
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
@@ -31,10 +32,12 @@ from starlette.concurrency import run_in_threadpool
 
 from actors.object_store import ObjectStore
 from serve import admission, auth, graph, metrics, operations, reads
+from serve import ingest as ingest_route
 from serve import models as m
 from serve.ingest import ingest as ingest_version
 from serve.query_routes import query_router
 from serve.retrieval import facts as facts_retrieval
+from sql.read import document_queries
 from sql.store import authority as store
 from sql.write import reconcile
 
@@ -95,6 +98,9 @@ class DeploymentInfo:
     max_ingest_bytes: int = 64 * 1024 * 1024
     credentials: tuple[tuple[str, str], ...] = ()   # (sha256 of a secret, scope); empty: auth off
     limits: admission.Limits = admission.Limits()   # admission limits; all off by default
+    signed_tokens: auth.SignedTokens = auth.SignedTokens()   # JWT keys; none: shared secrets only
+    cors_origins: tuple[str, ...] = ()   # browser origins that may call the API; empty: none
+    trusted_principal_source: bool = False   # believe X-Ingest-Principal-* (a gateway sets them)
 
 
 class TimeArg(BaseModel):
@@ -164,9 +170,16 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
 
     # Registered first, so it runs inside the credential check: refusals there count against nothing.
     app.middleware("http")(admission.middleware(deployment.limits))
-    app.middleware("http")(auth.middleware(dict(deployment.credentials)))
-    # Registered last, so it runs outermost: refused requests are counted too.
+    app.middleware("http")(auth.middleware(dict(deployment.credentials), deployment.signed_tokens))
+    # Registered after them, so it runs outside them: refused requests are counted too.
     app.middleware("http")(metrics.middleware(OPERATION_NAMES))
+    if deployment.cors_origins:
+        # Outermost: a preflight (which carries no credential) is answered before the credential
+        # check, and a refusal still carries the headers that let the allowed page read it.
+        # Exact origins, no cookies; browsers may not send the trusted X-Ingest-Principal-* headers.
+        app.add_middleware(CORSMiddleware, allow_origins=list(deployment.cors_origins),
+                           allow_methods=["GET", "POST", "DELETE"], allow_headers=["Authorization", "Content-Type"],
+                           allow_credentials=False, max_age=600)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, error: RequestValidationError) -> JSONResponse:
@@ -260,6 +273,9 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
             return envelope(await reads.transcript_relation(c, str(relation_id)))
 
     async def search(what: str, query: str, k: int, channel: Channel) -> dict[str, Any]:
+        """Both forms of `/search/claims` and `/search/chunks`: the URL's (GET) and the body's (POST)."""
+        if "\x00" in query:   # PostgreSQL text cannot hold one
+            raise HTTPException(422, "query must not contain NUL characters")
         question = await vector(query) if channel == "semantic" else None
         async with conn("retrieval") as c:
             return envelope(await reads.search(c, what, query, k, channel, question))
@@ -273,6 +289,16 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
     async def search_chunks(query: Annotated[str, Query(min_length=1)], k: Annotated[int, Query(ge=1, le=400)] = 10,
                             channel: Channel = "semantic") -> dict[str, Any]:
         return await search("chunks", query, k, channel)
+
+    # The same searches with the question in the body: a person's words stay out of URLs, access
+    # logs and proxies. The GET forms stay for the `remember` client, which only has them.
+    @app.post("/search/claims")
+    async def search_claims_body(body: m.SearchRequest) -> dict[str, Any]:
+        return await search("claims", body.query, body.k, body.channel)
+
+    @app.post("/search/chunks")
+    async def search_chunks_body(body: m.SearchRequest) -> dict[str, Any]:
+        return await search("chunks", body.query, body.k, body.channel)
 
     @app.get("/chunks/{chunk_id}/adjacent")
     async def adjacent_chunks(chunk_id: UUID, window: Annotated[int, Query(ge=1, le=2)] = 1) -> dict[str, Any]:
@@ -301,6 +327,14 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
         if source_modified_at is not None and (source_modified_at.utcoffset() is None
                                                or source_modified_at.utcoffset().total_seconds() != 0):
             raise HTTPException(422, "source_modified_at must be UTC (Z or +00:00)")
+        ingested_by = None
+        if deployment.trusted_principal_source and request.state.scope == "write":
+            # checked before the bytes are read: a refused upload stores nothing
+            kinds = request.headers.getlist(ingest_route.PRINCIPAL_KIND)
+            refs = request.headers.getlist(ingest_route.PRINCIPAL_REF)
+            if len(kinds) > 1 or len(refs) > 1:   # a gateway that appended instead of replacing
+                raise HTTPException(422, ingest_route.PRINCIPAL_INVALID)
+            ingested_by = ingest_route.principal(next(iter(kinds), None), next(iter(refs), None))
         declared = request.headers.get("content-length")
         if declared is not None and int(declared) > deployment.max_ingest_bytes:
             raise HTTPException(413, "body_too_large")
@@ -316,7 +350,7 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
                 return ingest_version(c, objects, deployment.deployment_id, body, filename=filename, mime=mime,
                                       title=title, source_kind=source_kind, source_ref=source_ref,
                                       source_modified_at=source_modified_at, versioning_mode=versioning_mode,
-                                      source_version_ref=source_version_ref)
+                                      source_version_ref=source_version_ref, ingested_by=ingested_by)
         return await run_in_threadpool(write)
 
     def both_clocks(valid_at: datetime | None, believed_at: datetime | None) -> None:
@@ -356,6 +390,20 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
                              ) -> m.DocumentPage:
         async with conn() as c:
             return await reads.list_documents(c, limit, str(cursor) if cursor else None, status)
+
+    @app.get("/documents/{doc_id}/versions", response_model=m.DocumentVersions)
+    async def document_versions(doc_id: UUID) -> m.DocumentVersions:
+        async with conn() as c:
+            doc = await document_queries.document(c, str(doc_id))
+            if doc is None:
+                raise HTTPException(404, "document_not_found")
+            rows = await document_queries.versions(c, str(doc_id))
+        return m.DocumentVersions(
+            doc_id=doc[0], title=doc[1], source_kind=doc[2], source_uri=doc[3], versions=tuple(
+                m.DocumentVersion(version_id=r[0], version_no=r[1], status=r[2], ingested_at=r[3], content_hash=r[4],
+                                  mime=r[5], source_modified_at=r[6], source_version_ref=r[7], error=r[8],
+                                  ingested_by=m.IngestPrincipal(kind=r[9], ref=r[10]) if r[9] else None)
+                for r in rows))
 
     @app.get("/resolve")
     async def resolve(name: Annotated[str, Query(min_length=1)],

@@ -383,3 +383,43 @@ class IngestedVersion(_Model):
     title: str | None = None
     versioning_mode: Literal["snapshot", "living"] | None = None
     parked: Literal["no_route"] | None = None
+
+
+class SearchRequest(_Model):
+    """`POST /search/claims` and `/search/chunks`: `GET`'s parameters, in the body, so a person's
+    question stays out of URLs, access logs and browser history."""
+    query: str = Field(min_length=1, max_length=4096)
+    k: int = Field(default=10, ge=1, le=400)
+    channel: Literal["semantic", "bm25"] = "semantic"
+
+
+INGEST_PRINCIPAL_KINDS = ("user", "api_credential", "service")
+
+
+class IngestPrincipal(_Model):
+    """Who created a version (the seed's `ingested_by`): a person, a credential a person made, or
+    the deployment's own automation, never collapsed into one another. `ref` is opaque."""
+    kind: Literal["user", "api_credential", "service"]
+    ref: str = Field(min_length=1, max_length=255, pattern=r"^[\x20-\x7e]+$")
+
+
+class DocumentVersion(_Model):
+    version_id: UUID
+    version_no: int
+    status: Literal["ingesting", "converting", "structuring", "ready", "failed", "deleted"]
+    ingested_at: UTC
+    content_hash: str
+    mime: str
+    source_modified_at: UTC | None = None
+    source_version_ref: str | None = None
+    error: str | None = None
+    ingested_by: IngestPrincipal | None = None
+
+
+class DocumentVersions(_Model):
+    """`GET /documents/{doc_id}/versions`: every version of a live document, newest first."""
+    doc_id: UUID
+    title: str | None = None
+    source_kind: str
+    source_uri: str | None = None
+    versions: tuple[DocumentVersion, ...]

@@ -164,3 +164,18 @@ def test_the_remember_client_works_against_corpusmem_serve(served, remember_pyth
     assert (out["delete_again"]["status"], out["delete_again"]["detail"]) == (404, "document_not_found")
     unknown = out["readiness_unknown"]["value"]
     assert unknown["ready"] is False and {s["status"] for s in unknown["versions"][0]["stages"]} == {"missing"}
+
+
+def test_search_with_the_question_in_the_body_through_ray_serve(served):
+    """`POST /search/*` answers as `GET` does, through `corpusmem serve` itself (the `remember`
+    client has only the GET form); and a document's versions are served with who ingested them."""
+    for what, hits in (("claims", "evidence"), ("chunks", "chunks")):
+        params = {"query": "billing migration cutover", "k": 5, "channel": "bm25"}
+        got = httpx.get(f"{served}/search/{what}", params=params, timeout=60)
+        posted = httpx.post(f"{served}/search/{what}", json=params, timeout=60)
+        assert got.status_code == posted.status_code == 200, posted.text
+        assert posted.json()[hits] and posted.json()[hits] == got.json()[hits]
+        assert httpx.post(f"{served}/search/{what}", json={**params, "limit": 1}, timeout=60).status_code == 422
+    [doc] = httpx.get(f"{served}/documents", params={"limit": 1}, timeout=60).json()["documents"]
+    versions = httpx.get(f"{served}/documents/{doc['doc_id']}/versions", timeout=60).json()["versions"]
+    assert versions[0]["version_id"] == doc["latest"]["version_id"] and versions[0]["ingested_by"] is None

@@ -270,3 +270,174 @@ def test_a_corrupt_file_fails_once_and_retry_or_the_same_bytes_replay_it(memory,
     assert third.counts["unchanged"] == 1 and third.counts["failed"] == 1 and third.counts["new_versions"] == 0
     assert _stage(settings, version_id, "convert")[:3] == ("failed", None, 3)
     assert rows(settings, "SELECT count(*) FROM versions") == [(2,)]
+
+
+# --- the facts phase and the model ---------------------------------------------------------------
+
+_FACTS_NOTES = {
+    "2026-03-01-billing.md": "# Billing migration notes\n\nRavi leads the billing migration.\n\n"
+                             "Dana Kim works on the invoice system.\n",
+    "2026-03-02-search.md": "# Search team notes\n\nPriya leads the search team.\n",
+}
+
+
+def _notes(root: Path) -> Path:
+    corpus = root / "notes"
+    corpus.mkdir()
+    for name, text in _FACTS_NOTES.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    return corpus
+
+
+def _facts_phase_finished(settings: Settings) -> None:
+    """Every claim read, every assertion decided, every fact stage succeeded: nothing half done."""
+    assert rows(settings, "SELECT count(*) FROM claims WHERE normalized_by IS NULL AND is_current_testimony") == [(0,)]
+    assert rows(settings, "SELECT count(*) FROM assertions WHERE status = 'pending'") == [(0,)]
+    assert rows(settings, "SELECT DISTINCT status FROM stage_work WHERE stage IN ('normalize_relations',"
+                          " 'adjudicate_observations', 'adjudicate_supersession', 'reconcile', 'label_relation')"
+                ) == [("succeeded",)]
+    assert rows(settings, "SELECT count(*) > 0, count(*) = count(embedding) FROM facts") == [(True, True)]
+
+
+def test_the_facts_phase_connection_killed_mid_phase_is_retried_and_the_import_ends_whole(memory, ray_local, tmp_path):
+    settings = memory.model_copy(update={"retry_attempts": 3, "retry_backoff_s": 0.2})
+    seen: list[int] = []    # the facts phase's own connections, in the order they appeared
+    stop = threading.Event()
+
+    def kill_the_first() -> None:
+        """Terminate the facts phase's own connection the first time it is seen, from another one,
+        and watch for the one it opens again."""
+        with psycopg.connect(settings.dsn, autocommit=True) as conn:
+            while not stop.is_set():
+                for (pid,) in conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                                           " AND application_name LIKE 'corpusmem facts %%'").fetchall():
+                    if pid not in seen:
+                        seen.append(pid)
+                        if len(seen) == 1:
+                            conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                time.sleep(0.02)
+
+    watcher = threading.Thread(target=kill_the_first)
+    watcher.start()
+    try:
+        report = do_import(settings, _notes(tmp_path))
+    finally:
+        stop.set()
+        watcher.join(timeout=30)
+
+    assert len(seen) == 2    # killed once, then connected again by the step's retry
+    assert report.status == "succeeded" and report.facts.gave_up is None and report.facts.dead_letter == 0
+    _facts_phase_finished(settings)
+
+
+def test_a_facts_step_that_keeps_failing_is_dead_lettered_and_retry_finishes_it(
+        memory, ray_local, tmp_path, monkeypatch, capsys):
+    from sql.write import reconcile
+
+    settings = memory.model_copy(update={"retry_attempts": 2, "retry_backoff_s": 0.1})
+    attempts: list[int] = []
+    reconcile_facts = reconcile.reconcile_facts
+
+    def server_gone(conn, run_id):
+        attempts.append(1)
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(reconcile, "reconcile_facts", server_gone)
+    report = do_import(settings, _notes(tmp_path))
+
+    # the import ends, with the phase's step dead-lettered and its reason, not a crash
+    assert report.status == "succeeded" and len(attempts) == 2
+    assert report.facts.gave_up.startswith("reconcile: OperationalError: server closed the connection")
+    assert report.facts.gave_up.endswith("(gave up after 2 attempts)") and report.facts.dead_letter == 2
+    dead = rows(settings, "SELECT status, attempts, last_error FROM stage_work WHERE stage = 'reconcile'")
+    assert len(dead) == 2 and {(s, n) for s, n, _ in dead} == {("dead_letter", 2)}
+    assert all("server closed the connection" in e and "gave up after 2 attempts" in e for *_, e in dead)
+    assert re.search(r"dead_letter +reconcile +2 attempts .*gave up after 2 attempts", status.render(settings.dsn))
+
+    # once the database answers again, `corpusmem retry` finishes the phase
+    monkeypatch.setattr(reconcile, "reconcile_facts", reconcile_facts)
+    capsys.readouterr()
+    assert _cli(settings, monkeypatch, "retry", "--all") == 0
+    assert "every retried stage succeeded" in capsys.readouterr().out
+    _facts_phase_finished(settings)
+
+
+class _DeadModel:
+    """An OpenAI-compatible endpoint that answers every request 503, counting them."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.requests = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                outer.requests += 1
+                body = b'{"error": {"message": "engine is restarting"}}'
+                self.send_response(503)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+@pytest.fixture
+def dead_model() -> Iterator[_DeadModel]:
+    model = _DeadModel()
+    yield model
+    model.close()
+
+
+def test_an_extractor_endpoint_that_never_answers_dead_letters_extraction_with_its_reason(
+        memory, ray_local, tmp_path, dead_model):
+    settings = memory.model_copy(update={"retry_attempts": 2, "retry_backoff_s": 0.05, "extractor": "openai",
+                                         "llm_model": "m", "llm_base_url": dead_model.base_url})
+    report = do_import(settings, _notes(tmp_path))
+
+    assert report.counts["failed"] == 2 and dead_model.requests == 2 * 2   # one chunk each, two attempts
+    assert {f["stage"] for f in report.failures} == {"extract"}
+    dead = rows(settings, "SELECT status, last_error FROM stage_work WHERE stage = 'extract_claims'")
+    assert {s for s, _ in dead} == {"dead_letter"}
+    assert all(dead_model.base_url in e and "503" in e and "gave up after 2 attempts" in e for _, e in dead)
+    assert rows(settings, "SELECT count(*) FROM claims") == [(0,)]
+
+
+def test_a_normalizer_endpoint_that_never_answers_dead_letters_the_version_with_its_reason(
+        example_memory_copy, dead_model):
+    from actors.extractor import ExtractorConfig
+    from actors.facts_shards import Normalizer
+    from actors.retries import RetryPolicy
+
+    settings = example_memory_copy
+    [(version_id,)] = rows(settings, "SELECT v.version_id::text FROM versions v JOIN documents d USING (doc_id)"
+                                     " WHERE d.source_ref LIKE '%%2026-03-04-standup.md'")
+    with psycopg.connect(settings.dsn, autocommit=True) as conn:   # its claims wait to be read again
+        conn.execute("UPDATE claims SET normalized_by = NULL WHERE version_id = %s", (version_id,))
+
+    normalizer = Normalizer(settings.dsn, ExtractorConfig(backend="openai", llm_model="m",
+                                                          llm_base_url=dead_model.base_url),
+                            RetryPolicy(attempts=2, backoff_s=0.05))
+    got = normalizer.normalize([version_id])
+
+    assert (got["claims"], got["assertions"], got["dead_letter"]) == (0, 0, 1)
+    [(stage_status, error)] = rows(settings, "SELECT status, last_error FROM stage_work"
+                                             " WHERE version_id = %s AND stage = 'normalize_relations'", version_id)
+    assert stage_status == "dead_letter"
+    assert dead_model.base_url in error and "engine is restarting" in error and "gave up after 2 attempts" in error
+    # none of its claims is marked read: the next facts phase takes all of them up again
+    assert rows(settings, "SELECT count(*) = count(*) FILTER (WHERE normalized_by IS NULL) FROM claims"
+                          " WHERE version_id = %s", version_id) == [(True,)]

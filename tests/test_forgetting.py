@@ -98,6 +98,9 @@ def _reads(ids: dict[str, Any]) -> list[tuple[str, str, str, dict | None]]:
         ("GET", "/transcript/relation/{relation_id}", f"/transcript/relation/{ids['relation']}", None),
         *[("GET", f"/search/{what}", f"/search/{what}?query=Zelda%20Quist%20lighthouse&channel={channel}", None)
           for what in ("claims", "chunks") for channel in ("semantic", "bm25")],
+        *[("POST", f"/search/{what}", f"/search/{what}", {"query": "Zelda Quist lighthouse", "channel": channel})
+          for what in ("claims", "chunks") for channel in ("semantic", "bm25")],
+        ("GET", "/documents/{doc_id}/versions", f"/documents/{ids['other']}/versions", None),
         ("GET", "/chunks/{chunk_id}/adjacent", f"/chunks/{chunk}/adjacent", None),
         ("POST", "/graph/neighborhood", "/graph/neighborhood", {"entity_id": z, "include_paths": True}),
         ("POST", "/graph/neighborhood", "/graph/neighborhood", {"entity_id": ids["ravi"], "include_paths": True}),

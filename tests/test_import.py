@@ -14,18 +14,16 @@ import psycopg
 import pytest
 
 from actors.object_store import ObjectStore
-from jobs.import_corpus import ImportOptions, RunReport, run_import
+from jobs.import_corpus import RunReport, import_options, run_import
 from jobs.settings import Settings
-from pipeline.documents.sources import SourceOptions
 
 pytestmark = pytest.mark.integration
 
 
 def do_import(memory: Settings, *paths: Path | str, batch_size: int = 4, workers: int = 1,
               **source: object) -> RunReport:
-    options = ImportOptions(paths=tuple(str(p) for p in paths),
-                            source=SourceOptions.from_settings(memory, **source),
-                            batch_size=batch_size, workers=workers, progress=False)
+    options = import_options(memory, tuple(str(p) for p in paths), source=source, batch_size=batch_size,
+                             workers=workers, progress=False)
     return run_import(options, memory)
 
 

@@ -16,10 +16,12 @@ import pytest
 import ray.cloudpickle
 
 from actors import vllm_extractor as vx
+from actors import vllm_normalizer as vn
 from actors.extractor import ExtractorConfig, RulesExtractor
 from jobs.extract_llm import LlmPass
-from jobs.import_corpus import ImportOptions, run_import
+from jobs.import_corpus import ImportOptions, import_options, run_import
 from pipeline.claims import llm_io
+from pipeline.facts import normalize, normalize_llm
 from pipeline.documents.sources import SourceOptions
 from tests.test_import import rows
 
@@ -83,14 +85,74 @@ def _pass(**kw) -> LlmPass:
                                                       batch_format="pyarrow"))
 
 
-def _import(memory, path, llm):
-    options = ImportOptions(paths=(str(path),), source=SourceOptions.from_settings(memory, modified_at_from="path"),
-                            batch_size=4, progress=False, extractor=ExtractorConfig(backend="vllm"))
-    return run_import(options, memory, llm=llm)
+def _normalize_answer(row) -> str:
+    """The normalizer's answer in the schema's format: the relations the rules read in each claim."""
+    claims = normalize_llm.claims_from_json(row["claims_json"])
+    entries = []
+    for i, claim in enumerate(claims):
+        relations = [a for a in normalize.normalize_claim(claim, row.get("topic")) if a.kind == "relation"]
+        entries += [{"claim": normalize_llm.label(i), "kind": "relation", "subject": a.subject,
+                     "predicate": a.predicate, "object": a.object, "negated": a.negated, "change": a.change,
+                     "ends": a.ends} for a in relations] or [{"claim": normalize_llm.label(i), "kind": "none"}]
+    return json.dumps({"assertions": entries})
 
 
-def test_the_llm_pass_lands_the_same_claims_the_rules_would(memory, ray_local, example_corpus, example_memory):
-    report = _import(memory, example_corpus, _pass())
+def _normalize_engine(batch, *, fail: bool):
+    out = []
+    for row in batch.to_pylist():
+        request = vn.normalize_preprocess(row, max_tokens=512, temperature=0)
+        assert request["sampling_params"]["structured_outputs"]["json"]
+        if fail:    # as Ray's engine stage leaves a row it failed on: no postprocess, the error set
+            out.append({**row, "__inference_error__": "RuntimeError: engine died\n  (worker 3)"})
+        else:
+            out.append(vn.normalize_postprocess({**row, **request, "generated_text": _normalize_answer(row),
+                                                 "num_input_tokens": 200, "num_generated_tokens": 30}))
+    import pyarrow as pa
+
+    return pa.Table.from_pylist(out)
+
+
+class StandInNormalizer:
+    """Takes the place of `build_normalize_processor`: each processor it builds is one pass of
+    the stand-in engine over its rows, the first `failing` passes failing every row."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.failing = 0
+        self.built: list = []     # the configs it was built with
+        self.passes = 0
+
+    def build(self, config):
+        self.built.append(config)
+
+        def processor(ds):
+            self.passes += 1
+            return ds.map_batches(functools.partial(_normalize_engine, fail=self.passes <= self.failing),
+                                  batch_format="pyarrow")
+        return processor
+
+
+@pytest.fixture
+def stand_in_normalizer(monkeypatch, tmp_path) -> StandInNormalizer:
+    model = tmp_path / "stand-in-model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    stand_in = StandInNormalizer(str(model))
+    monkeypatch.setattr(vn, "build_normalize_processor", stand_in.build)
+    return stand_in
+
+
+def _import(memory, path, llm, normalizer: StandInNormalizer):
+    settings = memory.model_copy(update={"extractor": "vllm", "llm_model": normalizer.model,
+                                         "retry_attempts": 3, "retry_backoff_s": 0.05})
+    options = import_options(settings, (str(path),), source={"modified_at_from": "path"}, batch_size=4,
+                             progress=False)
+    return run_import(options, settings, llm=llm)
+
+
+def test_the_llm_pass_lands_the_same_claims_the_rules_would(memory, ray_local, example_corpus, example_memory,
+                                                           stand_in_normalizer):
+    report = _import(memory, example_corpus, _pass(), stand_in_normalizer)
 
     assert report.counts["failed"] == 0 and report.claims > 50
     assert rows(memory, "SELECT claim_text FROM claims WHERE claim_text LIKE '%%agreed on 2026-03-03%%'") == [
@@ -106,17 +168,18 @@ def test_the_llm_pass_lands_the_same_claims_the_rules_would(memory, ray_local, e
                         " ('extract_claims', 'ground_claims', 'embed_claim')") == [("succeeded",)]
     assert rows(memory, "SELECT count(*) FROM chunks WHERE extracted_by IS NULL")[0][0] == 0
     # both calls of every chunk reach the cost ledger with their tokens
-    calls, tokens_in, tokens_out = rows(memory, "SELECT sum(calls), sum(tokens_in), sum(tokens_out) FROM cost_ledger")[0]
+    calls, tokens_in, tokens_out = rows(memory, "SELECT sum(calls), sum(tokens_in), sum(tokens_out) FROM cost_ledger"
+                                                " WHERE stage <> 'normalize_relations'")[0]
     chunks = rows(memory, "SELECT count(*) FROM chunks")[0][0]
     assert (calls, tokens_in, tokens_out) == (2 * chunks, 800 * chunks, 130 * chunks)
 
 
-def test_a_broken_answer_is_recorded_and_the_pass_still_finishes(memory, ray_local, tmp_path):
+def test_a_broken_answer_is_recorded_and_the_pass_still_finishes(memory, ray_local, tmp_path, stand_in_normalizer):
     corpus = tmp_path / "one"
     corpus.mkdir()
     (corpus / "note.md").write_text("# Note\n\nRavi leads the billing migration.\n")
 
-    _import(memory, corpus, _pass(answer_broken=True))
+    _import(memory, corpus, _pass(answer_broken=True), stand_in_normalizer)
 
     assert rows(memory, "SELECT count(*) FROM claims")[0][0] == 0
     [(decision, reason)] = rows(memory, "SELECT decision, reason FROM extraction_ledger")
@@ -143,3 +206,64 @@ def test_the_vllm_extractor_refuses_clearly_before_anything_is_written(memory, r
     with pytest.raises(ExtractorUnavailable, match="GPU"):
         run_import(with_model, memory)
     assert rows(memory, "SELECT count(*) FROM import_runs")[0][0] == 0
+
+
+# --- the vllm normalizer in the facts phase ---------------------------------------------------------
+
+_NOTES = {"2026-03-01-billing.md": "# Billing migration notes\n\nRavi leads the billing migration.\n\n"
+                                   "Dana Kim works on the invoice system.\n",
+          "2026-03-02-search.md": "# Search team notes\n\nPriya leads the search team.\n"}
+
+
+def _notes(root):
+    corpus = root / "notes"
+    corpus.mkdir()
+    for name, text in _NOTES.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    return corpus
+
+
+def test_with_extractor_vllm_the_facts_phase_normalizes_with_the_vllm_normalizer(memory, ray_local, tmp_path,
+                                                                                 stand_in_normalizer):
+    report = _import(memory, _notes(tmp_path), _pass(), stand_in_normalizer)
+
+    [config] = stand_in_normalizer.built
+    assert config.model_path == stand_in_normalizer.model and stand_in_normalizer.passes == 1
+    version = vn.normalizer_version(config)
+    assert version.startswith("vllm-normalize-1:stand-in-model:")
+    claims = rows(memory, "SELECT count(*) FROM claims")[0][0]
+    assert claims >= 3 and report.facts.claims_normalized == claims
+    assert rows(memory, "SELECT DISTINCT normalized_by FROM claims") == [(version,)]
+    assert rows(memory, "SELECT DISTINCT normalizer FROM assertions") == [(version,)]
+    # one call per version (each has fewer than 25 claims), with its tokens in the cost ledger
+    assert rows(memory, "SELECT backend, model, sum(calls), sum(tokens_in), sum(tokens_out) FROM cost_ledger"
+                        " WHERE stage = 'normalize_relations' GROUP BY 1, 2") == [("vllm", "stand-in-model", 2, 400, 60)]
+    assert report.facts.assertions > 0 and rows(memory, "SELECT count(*) > 0 FROM facts") == [(True,)]
+    assert rows(memory, "SELECT DISTINCT status FROM stage_work WHERE stage = 'normalize_relations'") == [
+        ("succeeded",)]
+
+
+def test_rows_the_engine_fails_on_go_through_it_again_under_the_retry_policy(memory, ray_local, tmp_path,
+                                                                               stand_in_normalizer):
+    stand_in_normalizer.failing = 2     # every row fails twice, then answers: within 3 attempts
+    report = _import(memory, _notes(tmp_path), _pass(), stand_in_normalizer)
+
+    assert stand_in_normalizer.passes == 3 and report.facts.dead_letter == 0
+    version = vn.normalizer_version(stand_in_normalizer.built[0])
+    assert rows(memory, "SELECT DISTINCT normalized_by FROM claims") == [(version,)]
+    assert rows(memory, "SELECT DISTINCT status FROM stage_work WHERE stage = 'normalize_relations'") == [
+        ("succeeded",)]
+
+
+def test_an_engine_that_fails_every_attempt_dead_letters_the_versions_with_the_reason(memory, ray_local, tmp_path,
+                                                                                       stand_in_normalizer):
+    stand_in_normalizer.failing = 99
+    report = _import(memory, _notes(tmp_path), _pass(), stand_in_normalizer)
+
+    assert stand_in_normalizer.passes == 3 and report.status == "succeeded" and report.facts.dead_letter == 2
+    dead = rows(memory, "SELECT status, attempts, last_error FROM stage_work WHERE stage = 'normalize_relations'")
+    assert [(s, n) for s, n, _ in dead] == [("dead_letter", 3), ("dead_letter", 3)]
+    assert {e for *_, e in dead} == {"inference error: RuntimeError: engine died (worker 3) (gave up after 3 attempts)"}
+    # nothing of them is half done: no claim read, no assertion written
+    assert rows(memory, "SELECT count(*) FROM claims WHERE normalized_by IS NOT NULL") == [(0,)]
+    assert rows(memory, "SELECT count(*) FROM assertions") == [(0,)]

@@ -17,6 +17,7 @@ import pydantic
 import pytest
 
 from actors.openai_extractor import OpenAIExtractor, OpenAIExtractorConfig
+from actors.retries import GaveUp, RetryPolicy
 from pipeline.claims import llm_io
 from pipeline.claims.extraction import (
     CallCost,
@@ -33,6 +34,8 @@ FIXTURES = ROOT / "tests" / "fixtures" / "llm"
 STANDUP = ROOT / "examples" / "team" / "2026-03-04-standup.md"
 TURN = re.compile(r"^\[(t\d+) \| ([^\]]+)\] (\w+): (.+)$", re.MULTILINE)
 MODEL = "test-model-8b"
+# The import's own retry rule, with waits short enough for a test.
+FAST = RetryPolicy(attempts=3, backoff_s=0.01, backoff_max_s=0.05)
 
 
 def fixture(name: str) -> str:
@@ -149,8 +152,8 @@ def server() -> Iterator[FakeServer]:
     httpd.server_close()
 
 
-def extractor(server: FakeServer, **overrides) -> OpenAIExtractor:
-    return OpenAIExtractor(OpenAIExtractorConfig(base_url=server.base_url, model=MODEL, **overrides))
+def extractor(server: FakeServer, retry: RetryPolicy = FAST, **overrides) -> OpenAIExtractor:
+    return OpenAIExtractor(OpenAIExtractorConfig(base_url=server.base_url, model=MODEL, **overrides), retry)
 
 
 def test_select_and_claimify_end_to_end(server):
@@ -198,32 +201,53 @@ def test_version_names_model_and_prompts(server):
     assert extractor(server).name == "openai"
 
 
-def test_a_500_is_retried(server):
-    server.script = [lambda request: (500, {"Content-Type": "application/json", "retry-after-ms": "1"},
-                                      b'{"error": {"message": "engine busy"}}')]
+def _failing(status: int, message: str) -> Callable[[dict], Reply]:
+    return lambda request: (status, {"Content-Type": "application/json"},
+                            json.dumps({"error": {"message": message}}).encode())
+
+
+def test_a_server_that_fails_twice_then_answers_is_retried_by_the_import_policy(server):
+    server.script = [_failing(500, "engine busy"), _failing(503, "engine busy")]
     selections, costs = extractor(server).select([standup_ctx()])
     assert selections == [llm_io.parse_selection(standup_ctx(), fixture("standup.selection.json"))]
-    assert len(server.requests) == 2
+    assert len(server.requests) == 3
     assert costs[0].tokens_out > 0
 
 
-def test_persistent_errors_fall_back_per_chunk_and_the_batch_goes_on(server):
-    calls = {"n": 0}
+def test_a_server_that_always_fails_gives_up_after_the_policy_attempts_with_the_reason(server):
+    server.default = _failing(503, "engine down")
+    started = time.perf_counter()
+    with pytest.raises(GaveUp) as raised:
+        extractor(server, retry=RetryPolicy(attempts=4, backoff_s=0.05, backoff_max_s=0.1)).select([standup_ctx()])
+    assert len(server.requests) == 4    # the policy's attempts, no hidden SDK retries on top
+    assert time.perf_counter() - started >= 0.05 + 0.1 + 0.1   # its backoff between them
+    assert raised.value.attempts == 4
+    reason = str(raised.value)
+    assert server.base_url in reason and "503" in reason and "engine down" in reason
+    assert reason.endswith("(gave up after 4 attempts)")
 
-    def fail_standup(request: dict) -> Reply:
+
+def test_a_request_the_server_refuses_for_good_is_not_retried(server):
+    server.script = [_failing(400, "bad schema")]
+    selections, costs = extractor(server).select([spec_ctx()])
+    assert len(server.requests) == 1
+    assert all(s.outcome == "keep_flagged" and "BadRequestError" in s.reason for s in selections[0].statements)
+    assert len(costs) == 1
+
+
+def test_refused_answers_fall_back_per_chunk_and_the_batch_goes_on(server):
+    def refuse_standup(request: dict) -> Reply:
         if "stand-up" in request["messages"][1]["content"]:
-            calls["n"] += 1
-            return 503, {"Content-Type": "application/json", "retry-after-ms": "1"}, b'{"error": {"message": "down"}}'
+            return _failing(422, "cannot read this")(request)
         return ok(request)
 
-    server.default = fail_standup
-    ex = extractor(server, max_retries=1)
+    server.default = refuse_standup
+    ex = extractor(server)
     chunks = [standup_ctx(), spec_ctx()]
     selections, costs = ex.select(chunks)
-    assert calls["n"] == 2      # the first try and one retry
     standup = selections[0]
     assert [s.outcome for s in standup.statements] == ["keep_flagged"] * 7
-    assert all(s.reason.startswith("selection failed: transport error: InternalServerError")
+    assert all(s.reason.startswith("selection failed: transport error: UnprocessableEntityError")
                for s in standup.statements)
     assert selections[1] == llm_io.parse_selection(chunks[1], fixture("spec.selection.json"))
     assert [c.calls for c in costs] == [1, 1] and costs[0].tokens_in == 0
@@ -232,14 +256,14 @@ def test_persistent_errors_fall_back_per_chunk_and_the_batch_goes_on(server):
                                       selections[1]])
     assert results[0].drafts == ()
     assert [o.label for o in results[0].omitted] == ["P2", "P3", "P4", "P5", "P6"]
-    assert all(o.cause.startswith("transport error: InternalServerError") for o in results[0].omitted)
+    assert all(o.cause.startswith("transport error: UnprocessableEntityError") for o in results[0].omitted)
     assert results[1].drafts
 
 
 def test_a_malformed_body_omits_the_statements(server):
     server.default = lambda request: (200, {"Content-Type": "application/json"}, b'{"id": "x", "choices": [')
     selection = llm_io.parse_selection(standup_ctx(), fixture("standup.selection.json"))
-    results, costs = extractor(server, max_retries=0).claimify([standup_ctx()], [selection])
+    results, costs = extractor(server).claimify([standup_ctx()], [selection])
     assert results[0].drafts == ()
     assert [o.label for o in results[0].omitted] == ["P2", "P3", "P4", "P5", "P6"]
     assert all(o.cause.startswith("transport error: ") for o in results[0].omitted)
@@ -274,19 +298,17 @@ def test_refusals_and_empty_answers_become_causes(server):
     assert results[0].omitted == (Omitted("P4", "the model refused: I cannot help."),)
 
 
-def test_timeouts_fall_back(server):
+def test_timeouts_are_retried_then_given_up(server):
     server.delay_s = 1.0
-    selections, _ = extractor(server, timeout_s=0.2, max_retries=0).select([spec_ctx()])
-    assert [s.outcome for s in selections[0].statements] == ["keep_flagged"] * 3
-    assert selections[0].statements[0].reason.startswith("selection failed: transport error: APITimeoutError")
+    with pytest.raises(GaveUp, match=r"APITimeoutError.*\(gave up after 2 attempts\)"):
+        extractor(server, retry=RetryPolicy(attempts=2, backoff_s=0.01), timeout_s=0.2).select([spec_ctx()])
+    assert len(server.requests) == 2
 
 
-def test_an_unreachable_endpoint_does_not_fail_the_batch():
-    config = OpenAIExtractorConfig(base_url="http://127.0.0.1:9/v1", model=MODEL, max_retries=0, timeout_s=2)
-    selections, costs = OpenAIExtractor(config).select([spec_ctx()])
-    assert all(s.reason.startswith("selection failed: transport error: APIConnectionError")
-               for s in selections[0].statements)
-    assert len(costs) == 1
+def test_an_unreachable_endpoint_gives_up_with_its_address():
+    config = OpenAIExtractorConfig(base_url="http://127.0.0.1:9/v1", model=MODEL, timeout_s=2)
+    with pytest.raises(GaveUp, match=r"http://127\.0\.0\.1:9/v1: APIConnectionError.*gave up after 3 attempts"):
+        OpenAIExtractor(config, FAST).select([spec_ctx()])
 
 
 def test_concurrency_is_bounded(server):

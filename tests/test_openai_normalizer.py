@@ -18,12 +18,14 @@ import pytest
 
 from actors.openai_extractor import OpenAIExtractorConfig
 from actors.openai_normalizer import OpenAINormalizer
-from pipeline.claims.extraction import CallCost
+from actors.retries import GaveUp, RetryPolicy
 from pipeline.facts import normalize, normalize_llm
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "llm"
 MODEL = "test-model-8b"
+# The import's own retry rule, with waits short enough for a test.
+FAST = RetryPolicy(attempts=3, backoff_s=0.01, backoff_max_s=0.05)
 SAID = datetime(2026, 6, 12, 14, tzinfo=UTC)
 TOPIC = "billing migration"
 TEXTS = [
@@ -138,8 +140,8 @@ def server() -> Iterator[FakeServer]:
     httpd.server_close()
 
 
-def normalizer(server: FakeServer, **overrides) -> OpenAINormalizer:
-    return OpenAINormalizer(OpenAIExtractorConfig(base_url=server.base_url, model=MODEL, **overrides))
+def normalizer(server: FakeServer, retry: RetryPolicy = FAST, **overrides) -> OpenAINormalizer:
+    return OpenAINormalizer(OpenAIExtractorConfig(base_url=server.base_url, model=MODEL, **overrides), retry=retry)
 
 
 def test_claims_end_to_end(server):
@@ -166,22 +168,30 @@ def test_version_names_model_and_prompt(server):
     assert ex.name == "openai"
 
 
-def test_a_500_falls_back_to_the_rules_and_the_batch_goes_on(server):
+def test_a_server_that_fails_twice_then_answers_is_retried_by_the_import_policy(server):
+    server.script = [down, down]
+    found, cost, problems = normalizer(server).normalize_claims(claims(), TOPIC)
+    assert len(server.requests) == 3
+    assert (found, problems) == normalize_llm.parse(claims(), TOPIC, content("good"))
+    assert cost.calls == 1 and cost.tokens_out == recorded("good")["usage"]["completion_tokens"]
+
+
+def test_a_server_that_always_fails_gives_up_after_the_policy_attempts_with_the_reason(server):
     server.default = down
-    found, cost, problems = normalizer(server, max_retries=1).normalize_claims(claims(), TOPIC)
-    assert len(server.requests) == 2    # the first try and one retry
-    assert found == [normalize.normalize_claim(c, TOPIC) for c in claims()]
-    assert len(problems) == 9
-    assert all(re.match(r"^C\d: transport error: InternalServerError: .*engine died.*; rules fallback$", p)
-               for p in problems)
-    assert cost == CallCost("openai", MODEL, calls=1, tokens_in=0, tokens_out=0, device_seconds=cost.device_seconds)
+    with pytest.raises(GaveUp) as raised:
+        normalizer(server, retry=RetryPolicy(attempts=2, backoff_s=0.01)).normalize_claims(claims(), TOPIC)
+    assert len(server.requests) == 2    # the policy's attempts, no hidden SDK retries on top
+    reason = str(raised.value)
+    assert server.base_url in reason and "InternalServerError" in reason and "engine died" in reason
+    assert reason.endswith("(gave up after 2 attempts)") and raised.value.attempts == 2
 
 
-def test_claims_go_25_to_a_call_and_one_failed_call_costs_only_its_claims(server):
+def test_claims_go_25_to_a_call_and_a_refused_call_costs_only_its_claims(server):
     many = claims([(f"Worker {n} works on the invoice rewrite.", False) for n in range(1, 31)])
     server.default = nothing
-    server.script = [down]  # the first request to arrive fails; both calls run at once, so which is unknown
-    found, cost, problems = normalizer(server, max_retries=0).normalize_claims(many, TOPIC)
+    # the first request to arrive is refused for good; both calls run at once, so which is unknown
+    server.script = [lambda request: (400, JSON, b'{"error": {"message": "bad request"}}')]
+    found, cost, problems = normalizer(server).normalize_claims(many, TOPIC)
     assert sorted(len(LABEL.findall(r["messages"][1]["content"])) for r in server.requests) == [5, 25]
     assert server.max_in_flight <= 2
     failed = 25 if len(LABEL.findall(server.requests[0]["messages"][1]["content"])) == 25 else 5
@@ -189,6 +199,7 @@ def test_claims_go_25_to_a_call_and_one_failed_call_costs_only_its_claims(server
     assert len(rules_read) == failed    # the rules read each worker's claim as a relation; the model said none
     assert rules_read == (list(range(25)) if failed == 25 else list(range(25, 30)))
     assert [p.split(":")[0] for p in problems] == [f"C{i + 1}" for i in rules_read]  # labels in the whole list
+    assert all("BadRequestError" in p for p in problems)
     assert (cost.calls, cost.tokens_out) == (2, 7 * (30 - failed))
 
 
@@ -217,7 +228,7 @@ def test_refusals_and_malformed_bodies_fall_back(server):
         return 200, JSON, json.dumps(body).encode()
 
     server.script = [refuse, lambda request: (200, JSON, b'{"id": "x", "choices": [')]
-    ex = normalizer(server, max_retries=0, max_concurrency=1)
+    ex = normalizer(server, max_concurrency=1)
     found, cost, problems = ex.normalize_claims(claims()[:2], TOPIC)
     assert found == [normalize.normalize_claim(c, TOPIC) for c in claims()[:2]]
     assert problems == ["C1: the model refused: I cannot help.; rules fallback",
@@ -228,11 +239,10 @@ def test_refusals_and_malformed_bodies_fall_back(server):
     assert problems[0].startswith("C1: transport error: ")
 
 
-def test_an_unreachable_endpoint_does_not_fail_the_batch():
-    config = OpenAIExtractorConfig(base_url="http://127.0.0.1:9/v1", model=MODEL, max_retries=0, timeout_s=2)
-    found, cost, problems = OpenAINormalizer(config).normalize_claims(claims()[:1], TOPIC)
-    assert found == [normalize.normalize_claim(claims()[0], TOPIC)]
-    assert "APIConnectionError" in problems[0] and cost.calls == 1
+def test_an_unreachable_endpoint_gives_up_with_its_address():
+    config = OpenAIExtractorConfig(base_url="http://127.0.0.1:9/v1", model=MODEL, timeout_s=2)
+    with pytest.raises(GaveUp, match=r"http://127\.0\.0\.1:9/v1: APIConnectionError.*gave up after 3 attempts"):
+        OpenAINormalizer(config, retry=FAST).normalize_claims(claims()[:1], TOPIC)
 
 
 def test_nothing_to_ask_makes_no_call(server):

@@ -317,10 +317,11 @@ def test_import_stops_on_ctrl_c_and_a_second_holder_keeps_the_database(home: Pat
         left = [proc for proc in before if _running(proc)] \
             + _processes(session=importer.pid, home=home, servers=False)
         assert not left, _describe(left)
-        # The holder still has its server, and the stopped run is on record, not left running.
+        # The holder still has its server, and the stopped run is on record as interrupted, not
+        # left running and not failed.
         with psycopg.connect(dsn) as conn:
             runs = conn.execute("SELECT status, counts IS NOT NULL FROM import_runs").fetchall()
-        assert runs == [("failed", True)]
+        assert runs == [("interrupted", True)]
     finally:
         holder.stdin.close()
         holder.wait(timeout=60)

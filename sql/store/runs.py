@@ -122,6 +122,23 @@ def dead_letter_fact_stage(conn: psycopg.Connection, stage: str, version_ids: li
         {"s": stage, "n": attempts, "e": error, "v": version_ids})
 
 
+def dead_letter_unfinished_fact_stage(conn: psycopg.Connection, stage: str, attempts: int, error: str) -> int:
+    """A step of the facts phase itself ran out of attempts: `stage` of every version the phase
+    had yet to finish (claims extracted, fact stages not succeeded); how many versions."""
+    cur = conn.execute(
+        "INSERT INTO stage_work (version_id, stage, status, attempts, last_error, started_at, finished_at)"
+        " SELECT w.version_id, %(s)s, 'dead_letter', %(n)s, %(e)s, now(), now() FROM stage_work w"
+        " JOIN versions v USING (version_id)"
+        " WHERE w.stage = 'extract_claims' AND w.status = 'succeeded' AND v.status <> 'deleted'"
+        " AND NOT EXISTS (SELECT 1 FROM stage_work d WHERE d.version_id = w.version_id"
+        "                 AND d.stage = 'label_relation' AND d.status = 'succeeded')"
+        " ON CONFLICT (version_id, stage) DO UPDATE SET status = 'dead_letter', defer_reason = NULL,"
+        " attempts = stage_work.attempts + EXCLUDED.attempts, last_error = EXCLUDED.last_error,"
+        " finished_at = now(), updated_at = now()",
+        {"s": stage, "n": attempts, "e": error})
+    return cur.rowcount
+
+
 def stage_counts(conn: psycopg.Connection) -> list[tuple[str, str, str | None, int]]:
     """(stage, status, defer_reason, versions) over every version that is not deleted."""
     from sql.write.writes import FACT_STAGES, WORK_STAGES
@@ -180,15 +197,16 @@ def version_counts(conn: psycopg.Connection) -> list[tuple[str, int]]:
 
 
 def totals(conn: psycopg.Connection) -> dict[str, int]:
+    """What the memory serves, counted through the `memory_v1` views every read goes through
+    (0004, 0007): a deleted document, a superseded version, testimony no longer current or an
+    entity without live provenance is not counted, as no read returns it."""
     row = conn.execute(
-        "SELECT (SELECT count(*) FROM documents WHERE deleted_at IS NULL),"
-        " (SELECT count(*) FROM versions), (SELECT count(*) FROM content_objects),"
-        " (SELECT count(*) FROM sections), (SELECT count(*) FROM chunks),"
-        " (SELECT count(*) FROM chunks WHERE embedding IS NOT NULL),"
-        " (SELECT count(*) FROM claims WHERE is_current_testimony), (SELECT count(*) FROM entities),"
-        " (SELECT count(*) FROM facts WHERE invalidated_at IS NULL)").fetchone()
-    return dict(zip(("documents", "versions", "content_objects", "sections", "chunks", "vectors", "claims",
-                     "entities", "facts"), row))
+        "SELECT (SELECT count(*) FROM memory_v1.documents_live),"
+        " (SELECT count(*) FROM memory_v1.document_versions_visible),"
+        " (SELECT count(*) FROM memory_v1.sections_live), (SELECT count(*) FROM memory_v1.chunks_live),"
+        " (SELECT count(*) FROM memory_v1.claims_live), (SELECT count(*) FROM memory_v1.entities_current),"
+        " (SELECT count(*) FROM memory_v1.facts_visible_history WHERE invalidated_at IS NULL)").fetchone()
+    return dict(zip(("documents", "versions", "sections", "chunks", "claims", "entities", "facts"), row))
 
 
 def recent_runs(conn: psycopg.Connection, limit: int = 5) -> list[tuple[Any, ...]]:

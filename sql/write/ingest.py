@@ -59,9 +59,11 @@ def ingest_version(
     conn: psycopg.Connection, *, source_kind: str, source_ref: str, title: str, filename: str,
     versioning_mode: str, mime: str, content_hash: str, size_bytes: int, object_key: str,
     source_modified_at: datetime | None, source_version_ref: str | None,
-    routable: Collection[str], run_id: str | None,
+    routable: Collection[str], run_id: str | None, ingested_by: tuple[str, str] | None = None,
 ) -> Ingested:
-    """Record one version of a document (bytes already in the object store)."""
+    """Record one version of a document (bytes already in the object store). `ingested_by`,
+    (kind, ref) of who sent it, is recorded only on a version this call creates: the same bytes
+    sent again by someone else change nothing."""
     if source_modified_at is not None and source_modified_at.utcoffset() is None:
         raise ValueError("source_modified_at must be timezone-aware UTC")
     routable = list(routable)
@@ -126,12 +128,13 @@ def ingest_version(
         version_id = version_id_for(doc_id, seq, content_hash)
         if deleted_at is not None:
             conn.execute("UPDATE documents SET deleted_at = NULL WHERE doc_id = %s", (doc_id,))
+        by_kind, by_ref = ingested_by or (None, None)
         conn.execute(
             "INSERT INTO versions (version_id, doc_id, seq, content_hash, mime, source_modified_at,"
-            " source_version_ref, status, import_run_id) VALUES (%s, %s, %s, %s, %s, %s, %s,"
-            " 'converting', %s)",
+            " source_version_ref, status, import_run_id, ingested_by_kind, ingested_by_ref)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, 'converting', %s, %s, %s)",
             (version_id, doc_id, seq, content_hash, stored_mime, source_modified_at,
-             source_version_ref, run_id))
+             source_version_ref, run_id, by_kind, by_ref))
         # An import owns the version it creates from this moment; `POST /ingest` queues it.
         conn.execute(
             "INSERT INTO stage_work (version_id, stage, status, attempts, started_at, finished_at, owner_run)"

@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 
 from actors import vllm_normalizer
+from pipeline.claims.extraction import CallCost
 from pipeline.facts import normalize, normalize_llm, vocabulary
 from pipeline.facts.normalize import Assertion
 
@@ -267,9 +268,10 @@ def test_claims_travel_as_json():
 
 # --- the vllm normalizer's rows (no ray.data.llm, no vLLM) ---------------------------------------
 
-def test_vllm_rows_parse_and_failed_rows_fall_back():
+def test_vllm_rows_carry_their_version_through_the_processor_and_parse():
     assert "vllm" not in sys.modules and "ray.data.llm" not in sys.modules
-    [row] = vllm_normalizer.rows_for(claims(), TOPIC)
+    [row] = vllm_normalizer.rows_for("v1", claims(), TOPIC)
+    assert (row["version_id"], row["part"], row["parts"], row["topic"]) == ("v1", 0, 1, TOPIC)
     request = vllm_normalizer.normalize_preprocess(row, max_tokens=900, temperature=0.0)
     assert request["messages"] == normalize_llm.messages(claims(), TOPIC)
     assert request["sampling_params"] == {"temperature": 0.0, "max_tokens": 900,
@@ -277,21 +279,24 @@ def test_vllm_rows_parse_and_failed_rows_fall_back():
     out = vllm_normalizer.normalize_postprocess({**row, "messages": request["messages"],
                                                  "generated_text": answer("good"), "num_input_tokens": 2951,
                                                  "num_generated_tokens": 310, "time_taken_llm": 1.5})
-    assert out == {"claims_json": row["claims_json"], "topic": TOPIC, "normalize_text": answer("good"),
-                   "tokens_in": 2951, "tokens_out": 310, "device_seconds": 1.5}
+    assert out == {"version_id": "v1", "part": 0, "parts": 1, "claims_json": row["claims_json"], "topic": TOPIC,
+                   "normalize_text": answer("good"), "tokens_in": 2951, "tokens_out": 310, "device_seconds": 1.5}
+    assert vllm_normalizer.inference_error(out) is None
     good, _ = normalize_llm.parse(claims(), TOPIC, answer("good"))
     assert vllm_normalizer.assertions_from_row(out) == good
-    assert vllm_normalizer.cost_from_row(out, "m").tokens_out == 310
-
-    failed = {**row, "__inference_error__": "RuntimeError: CUDA out of memory\n  at step 3"}
-    assert vllm_normalizer.assertions_from_row(failed) == [rules(i) for i in range(9)]
-    _, problems = vllm_normalizer.from_row(failed)
-    assert problems[0] == "C1: inference error: RuntimeError: CUDA out of memory at step 3; rules fallback"
-    assert vllm_normalizer.cost_from_row(failed, "m").tokens_in == 0
+    assert vllm_normalizer.cost_from_row(out, "m") == CallCost("vllm", "m", calls=1, tokens_in=2951, tokens_out=310,
+                                                               device_seconds=1.5)
 
     truncated = {**out, "normalize_text": answer("truncated")}
     assert vllm_normalizer.assertions_from_row(truncated)[3:] == [rules(i) for i in range(3, 9)]
     no_topic = {"claims_json": normalize_llm.claims_to_json(claims()[1:2]), "topic": None,
                 "normalize_text": '{"assertions": [{"claim": "C1", "kind": "none"}]}'}
     assert vllm_normalizer.assertions_from_row(no_topic) == [[]]
-    assert [len(json.loads(r["claims_json"])) for r in vllm_normalizer.rows_for(claims() * 3, TOPIC)] == [25, 2]
+    rows = vllm_normalizer.rows_for("v2", claims() * 3, TOPIC)
+    assert [(len(json.loads(r["claims_json"])), r["part"], r["parts"]) for r in rows] == [(25, 0, 2), (2, 1, 2)]
+
+
+def test_a_row_the_engine_failed_on_says_why():
+    [row] = vllm_normalizer.rows_for("v1", claims(), TOPIC)
+    failed = {**row, "__inference_error__": "RuntimeError: CUDA out of memory\n  at step 3"}
+    assert vllm_normalizer.inference_error(failed) == "inference error: RuntimeError: CUDA out of memory at step 3"
