@@ -5,20 +5,34 @@ Selection and Claimify processors on GPU replicas, into claims.
 
 It runs after the import's main pipeline (so the GPUs serve one processor at a time on a small
 cluster) and again on its own to finish an interrupted pass: a chunk already landed is not read
-again. Each chunk's Claimify sees the names its own Selection noted; unlike the `rules` and
+again. A chunk the engine fails on (Ray's `__inference_error__`) goes through the processor again
+under the import's `RetryPolicy`, the rule every call out of the process follows
+(`actors/retries.py`); a version with a chunk that fails every attempt is `dead_letter` at
+`extract_claims` with the reason, and its other chunks stay landed for `corpusmem retry`. Each
+processor's answers are gathered before the next one reads them, a group of versions at a time,
+so that a failed row is never handed to the next step. Each chunk's Claimify sees the names its own Selection noted; unlike the `rules` and
 `openai` backends it does not see those of earlier chunks, since the chunks of one document are
 read in parallel.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from actors.embedder import ModelRef
 from actors.llm_stage import LandClaims, LoadContexts
+from actors.retries import GaveUp, RetryPolicy
+from pipeline.claims import llm_io
 from sql.read import claims_queries
 from sql.store import authority as store
+from sql.store import runs
+
+# Versions whose chunks go through both processors before the next group: bounds what the driver
+# holds between the steps.
+VERSIONS_PER_GROUP = 256
 
 Step = Callable[["object"], "object"]  # a Ray Dataset in, a Ray Dataset out
 
@@ -45,27 +59,62 @@ def vllm_pass(model_path: str) -> LlmPass:
 
 
 def run(dsn: str, object_store: str, llm: LlmPass, embedder: ModelRef, *, device: str,
-        embed_batch_size: int, batch_size: int = 16) -> dict[str, int]:
+        embed_batch_size: int, batch_size: int = 16, retry: RetryPolicy = RetryPolicy()) -> dict[str, Any]:
+    """Counts of what landed, and `dead_letter`: (version, why) for each version given up on."""
     import ray
 
     with store.connect(dsn) as conn:
         pending = claims_queries.pending_extraction(conn)
-    if not pending:
-        return {"versions": 0, "chunks": 0, "claims": 0, "ledger_rows": 0}
-    ds = ray.data.from_items([{"version_id": v} for v in pending])
-    ds = ds.map_batches(LoadContexts, fn_constructor_kwargs={"dsn": dsn, "object_store": object_store,
-                                                             "extractor": llm.extractor},
-                        compute=ray.data.ActorPoolStrategy(size=1), batch_size=batch_size,
-                        batch_format="pyarrow", num_cpus=0.1)
-    ds = llm.claimify(llm.select(ds))
-    ds = ds.map_batches(LandClaims, fn_constructor_kwargs={
-                            "dsn": dsn, "extractor": llm.extractor, "model_label": llm.model_label,
-                            "embed_model": embedder, "embed_device": device, "embed_batch_size": embed_batch_size},
-                        compute=ray.data.ActorPoolStrategy(size=1), batch_size=batch_size * 4,
-                        batch_format="pyarrow", num_cpus=0.5)
-    totals = {"versions": len(pending), "chunks": 0, "claims": 0, "ledger_rows": 0}
-    for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
-        totals["chunks"] += batch.num_rows
-        totals["claims"] += sum(batch.column("claims").to_pylist())
-        totals["ledger_rows"] += sum(batch.column("ledger_rows").to_pylist())
+    totals: dict[str, Any] = {"versions": len(pending), "chunks": 0, "claims": 0, "ledger_rows": 0, "dead_letter": []}
+    for start in range(0, len(pending), VERSIONS_PER_GROUP):
+        group = pending[start:start + VERSIONS_PER_GROUP]
+        contexts = ray.data.from_items([{"version_id": v} for v in group]).map_batches(
+            LoadContexts, fn_constructor_kwargs={"dsn": dsn, "object_store": object_store, "extractor": llm.extractor},
+            compute=ray.data.ActorPoolStrategy(size=1), batch_size=batch_size, batch_format="pyarrow", num_cpus=0.1)
+        selected, failed = through(llm.select, contexts, retry)
+        claimified, failed_too = through(llm.claimify, ray.data.from_items(selected), retry) if selected else ([], {})
+        if claimified:
+            landed = ray.data.from_items(claimified).map_batches(LandClaims, fn_constructor_kwargs={
+                "dsn": dsn, "extractor": llm.extractor, "model_label": llm.model_label, "embed_model": embedder,
+                "embed_device": device, "embed_batch_size": embed_batch_size},
+                compute=ray.data.ActorPoolStrategy(size=1), batch_size=batch_size * 4, batch_format="pyarrow",
+                num_cpus=0.5)
+            for batch in landed.iter_batches(batch_size=None, batch_format="pyarrow"):
+                totals["chunks"] += batch.num_rows
+                totals["claims"] += sum(batch.column("claims").to_pylist())
+                totals["ledger_rows"] += sum(batch.column("ledger_rows").to_pylist())
+        failures = sorted((v, str(GaveUp(retry.attempts, why))) for v, why in {**failed, **failed_too}.items())
+        if failures:
+            with store.connect(dsn) as conn:
+                for version_id, reason in failures:
+                    runs.dead_letter_fact_stage(conn, "extract_claims", [version_id], retry.attempts, reason)
+            totals["dead_letter"] += failures
     return totals
+
+
+def through(step: Step, ds, retry: RetryPolicy) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The rows of `ds` through a processor: (answered rows, {version: why} for the versions with
+    a row that failed every attempt). A failed row goes through the processor again, alone with
+    the other failed rows, after the policy's wait."""
+    import ray
+
+    inputs = ds.schema().names
+    answered: list[dict[str, Any]] = []
+    for attempt in range(1, retry.attempts + 1):
+        again, errors = [], {}
+        for batch in step(ds).iter_batches(batch_size=None, batch_format="pyarrow"):
+            for row in batch.to_pylist():
+                error = row.get("__inference_error__")
+                if not error:
+                    answered.append({k: v for k, v in row.items() if not k.startswith("__")})
+                    continue
+                again.append({k: row[k] for k in inputs})
+                errors[llm_io.ctx_from_json(row["ctx_json"]).version_id] = (
+                    f"inference error: {' '.join(str(error).split())[:300]}")
+        if not again:
+            return answered, {}
+        if attempt == retry.attempts:
+            return answered, errors
+        time.sleep(retry.delay(attempt))
+        ds = ray.data.from_items(again)
+    return answered, {}

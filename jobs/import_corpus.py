@@ -280,9 +280,12 @@ def run_import(options: ImportOptions, settings: Settings, llm: "extract_llm.Llm
             from jobs import extract_llm
 
             landed = extract_llm.run(authority.dsn, settings.object_store_uri, llm, model, device=device,
-                                     embed_batch_size=settings.embed_batch(use_gpu), batch_size=options.batch_size)
+                                     embed_batch_size=settings.embed_batch(use_gpu), batch_size=options.batch_size,
+                                     retry=retry)
             report.claims += landed["claims"]
             report.ledger_rows += landed["ledger_rows"]
+            report.failures += [{"item": version_id, "stage": "extract_claims", "error": why}
+                                for version_id, why in landed["dead_letter"]]
         bar.close()
         runs.end_pipeline(owner, run_id)
         if _wait_for_pipelines(owner, run_id, report, wait=options.wait_for_facts):

@@ -267,3 +267,52 @@ def test_an_engine_that_fails_every_attempt_dead_letters_the_versions_with_the_r
     # nothing of them is half done: no claim read, no assertion written
     assert rows(memory, "SELECT count(*) FROM claims WHERE normalized_by IS NOT NULL") == [(0,)]
     assert rows(memory, "SELECT count(*) FROM assertions") == [(0,)]
+
+
+class FailingSteps:
+    """A stand-in pass whose `step` fails every row for its first `failing` passes, as Ray's engine
+    stage leaves a row it failed on: no postprocess, `__inference_error__` set, the inputs kept."""
+
+    def __init__(self, step: str, failing: int) -> None:
+        self.step, self.failing, self.passes = step, failing, 0
+
+    def _fail(self, batch):
+        import pyarrow as pa
+
+        return pa.Table.from_pylist([{**row, "__inference_error__": "RuntimeError: engine died\n  (worker 3)"}
+                                     for row in batch.to_pylist()])
+
+    def llm(self) -> LlmPass:
+        def run(step):
+            def processor(ds):
+                if step == self.step:
+                    self.passes += 1
+                    if self.passes <= self.failing:
+                        return ds.map_batches(self._fail, batch_format="pyarrow")
+                return ds.map_batches(functools.partial(_engine, step=step), batch_format="pyarrow")
+            return processor
+        return LlmPass(extractor="vllm-1:stand-in:test", model_label="stand-in", select=run("selection"),
+                       claimify=run("claimify"))
+
+
+def test_chunks_the_engine_fails_on_go_through_it_again_under_the_retry_policy(memory, ray_local, tmp_path,
+                                                                               stand_in_normalizer):
+    failing = FailingSteps("claimify", failing=2)    # within the policy's 3 attempts
+    report = _import(memory, _notes(tmp_path), failing.llm(), stand_in_normalizer)
+
+    assert failing.passes == 3 and report.claims > 0 and not report.failures
+    assert rows(memory, "SELECT count(*) FROM chunks WHERE extracted_by IS NULL") == [(0,)]
+    assert rows(memory, "SELECT DISTINCT status FROM stage_work WHERE stage = 'extract_claims'") == [("succeeded",)]
+
+
+def test_a_chunk_that_fails_every_attempt_dead_letters_its_version_with_the_reason(memory, ray_local, tmp_path,
+                                                                                   stand_in_normalizer):
+    failing = FailingSteps("selection", failing=99)
+    report = _import(memory, _notes(tmp_path), failing.llm(), stand_in_normalizer)
+
+    assert failing.passes == 3 and report.claims == 0
+    reason = "inference error: RuntimeError: engine died (worker 3) (gave up after 3 attempts)"
+    assert sorted((f["stage"], f["error"]) for f in report.failures) == [("extract_claims", reason)] * 2
+    dead = rows(memory, "SELECT status, attempts, last_error FROM stage_work WHERE stage = 'extract_claims'")
+    assert dead == [("dead_letter", 3, reason)] * 2
+    assert rows(memory, "SELECT count(*) FROM claims") == [(0,)]
