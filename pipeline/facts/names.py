@@ -257,6 +257,12 @@ INTERJECTIONS = frozenset("""ok okay hey hi hello yo wow woah whoa yay yeah yep 
 mmm mm hmm oof ouch ugh phew oops yikes looky cheers thanks congrats bye""".split())
 
 
+# Abbreviations of common nouns ("an AI", "open a PR", "our SLAs"): a kind of thing, never one named
+# thing, however often a document writes them. A name built on one ("Vercel AI SDK") is still a name.
+GENERIC_ABBREVIATIONS = frozenset("""ai ml llm nlp ui ux gui cli api url uri sdk db os id faq kpi eta todo fyi
+asap qa ci cd pr sla cpu gpu ram ssd vm ide poc mvp roi tbd""".split())
+
+
 def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset(),
             speakers: frozenset[str] = frozenset()) -> bool:
     """Whether `name` (a cleaned mention) may name an entity, given the words the document uses
@@ -270,6 +276,8 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
         return False
     if words[0].lower() in INTERJECTIONS:
         return False  # "OK", "Hey Jo", "Wow": talk, and the name after it is tried alone
+    if len(words) == 1 and re.sub(r"['’]?s$", "", name).lower() in GENERIC_ABBREVIATIONS:
+        return False  # "AI", "LLMs", "PR": a kind of thing
     if any("-" in w and w.rsplit("-", 1)[1][:1].islower() for w in words):
         return False  # "HIPAA-compliant", "LLM-based", "Multi-tool": a compound adjective, not a name
     if not any(ch.isalpha() for ch in name) or all(w.lower() in _CALENDAR for w in words) or name[0].isdigit() \

@@ -16,15 +16,17 @@ def judged(name: str, texts: list[str], speakers: frozenset[str] = frozenset()) 
     return names.is_name(name, known, common, speakers)
 
 
-@pytest.mark.parametrize("name", ["Mem0", "Ollama", "Dana Kim", "Marco", "PostgreSQL", "AWS Bedrock"])
+@pytest.mark.parametrize("name", ["Mem0", "Ollama", "Dana Kim", "Marco", "PostgreSQL", "AWS Bedrock", "Vercel AI SDK",
+                                  "GDPR"])
 def test_names_in_documentation(name: str) -> None:
-    assert judged(name, DOCS + ["We run PostgreSQL and AWS Bedrock."])
+    assert judged(name, DOCS + ["We run PostgreSQL and AWS Bedrock.", "It ships the Vercel AI SDK under GDPR."])
 
 
 @pytest.mark.parametrize("name", [
     "Use", "If you", "Configure", "Prepares", "Database", "Documentation", "Voice Configuration", "NEGATIVE",
     "INPUT FROM TASK", "HIPAA-compliant", "LLM-based", "MB", "Q1", "V3", "POSTGRES_", "--force", "${VAR_NAME}",
-    "I'm", "Haven't", "Lately, John", "Required. Mem0 API", "Dr", "Configurable", "Seamlessly"])
+    "I'm", "Haven't", "Lately, John", "Required. Mem0 API", "Dr", "Configurable", "Seamlessly", "AI", "LLMs",
+    "PR", "SLAs", "UI"])
 def test_what_is_no_name(name: str) -> None:
     assert not judged(name, DOCS)
 
