@@ -316,9 +316,18 @@ def _common_word(markdown: str, label: str) -> bool:
     return lowered in found or lowered + "s" in found or lowered + "es" in found
 
 
+# A one-word English noun of these endings before a colon heads a section of documentation
+# ("Initialization:", "Authentication:", "Performance:"); no one is called that.
+_ABSTRACT_NOUN_ENDINGS = ("tion", "sion", "ment", "ness", "ity", "ance", "ence")
+
+
 def _is_speaker(name: str) -> bool:
+    from pipeline.facts.names import is_english_word
+
     words = name.split()
     if " ".join(words).lower() in NON_SPEAKER_LABELS:
+        return False
+    if len(words) == 1 and words[0].lower().endswith(_ABSTRACT_NOUN_ENDINGS) and is_english_word(words[0].lower()):
         return False
     return all(any(c.islower() for c in word) and word.lower() not in CALENDAR_WORDS
                for word in words)

@@ -401,6 +401,8 @@ def names_in(text: str, known: frozenset[str], common: frozenset[str] = frozense
     found: list[str] = []
     runs = []
     for match in _NAME_RUN.finditer(text):
+        if text.startswith("(", match.end()):
+            continue  # "AddMemories()", "Memory(config)": a function of the code
         words = match.group().rstrip(".,;:!?").split()
         if _opens_instruction(text, match, words, known):
             words = words[1:]

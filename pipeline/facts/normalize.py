@@ -202,6 +202,8 @@ def _entity_or_none(phrase: str, sentence_initial: bool = False) -> str | None:
     phrase = phrase.strip()
     if not phrase or names.is_pronoun(phrase) or _is_bare(phrase, sentence_initial):
         return None
+    if re.search(r"\w\(", phrase):
+        return None  # "AddMemories():", "search()": a function of the code, not a named thing
     name = names.clean(phrase)
     if not names.is_entity(name) or len(name.split()) > 8 or _CLAUSE_WORDS.search(f" {name} "):
         return None

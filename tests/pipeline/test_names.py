@@ -83,3 +83,8 @@ def test_a_lower_case_subject_is_a_thing_the_document_names_more_than_once() -> 
 
     texts = ["The invoice system needs a rewrite.", "Dana owns the invoice system now.", "The plugin includes a cache."]
     assert normalize.recurring_things({"invoice system", "plugin includes", "system"}, texts) == {"invoice system"}
+
+
+def test_a_function_of_the_code_is_no_name() -> None:
+    known, common = names.known_names(DOCS)
+    assert names.names_in("AddMemories(): Adds user memories for Dana Kim.", known, common) == ["Dana Kim"]

@@ -110,3 +110,9 @@ def test_the_names_a_question_uses():
     assert names.named_in("What did Dana Kim decide about the Billing Migration?") == ["Dana Kim", "Billing Migration"]
     assert names.named_in("when did i go there?") == []
 
+
+
+def test_a_function_of_the_code_is_not_an_entity():
+    for text in ("AddMemories(): Adds user memories to enhance contextual responses.",
+                 "search() returns the memories that match."):
+        assert all(subject not in ("AddMemories", "search") for _, subject, *_ in _read(text)), text

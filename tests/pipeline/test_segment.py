@@ -160,6 +160,10 @@ def test_speaker_prefix_is_outside_the_span() -> None:
     ("June: the schema is merged.", None),
     ("Next stand-up: 21 May 2026.", None),
     ("The plan: merge the schema.", None),
+    ("Initialization: the class is initialized with the memory configuration.", None),
+    ("Performance: the search answers in 20 ms.", None),
+    ("Clarence: I moved the schema.", "Clarence"),
+    ("Florence: I moved the schema.", "Florence"),
 ])
 def test_speaker_labels(line: str, speaker: str | None) -> None:
     [passage] = split_passages(line, 0, len(line))
