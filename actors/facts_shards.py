@@ -55,7 +55,7 @@ def _dead_letter(link: Link, stage: str, versions: Callable[[psycopg.Connection]
     _log.error("giving up on a unit of %s: %s", stage, err)
     try:
         found = versions(link.conn)
-        runs.dead_letter_fact_stage(link.conn, stage, found, err.attempts, str(err))
+        runs.dead_letter_stage(link.conn, stage, found, err.attempts, str(err))
         return len(found)
     except Exception:  # the database is what failed: the work stays pending for the next phase
         _log.warning("could not record the dead letter", exc_info=True)

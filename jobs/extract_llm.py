@@ -10,9 +10,11 @@ under the import's `RetryPolicy`, the rule every call out of the process follows
 (`actors/retries.py`); a version with a chunk that fails every attempt is `dead_letter` at
 `extract_claims` with the reason, and its other chunks stay landed for `corpusmem retry`. Each
 processor's answers are gathered before the next one reads them, a group of versions at a time,
-so that a failed row is never handed to the next step. Each chunk's Claimify sees the names its own Selection noted; unlike the `rules` and
-`openai` backends it does not see those of earlier chunks, since the chunks of one document are
-read in parallel.
+so that a failed row is never handed to the next step.
+
+Each chunk's Claimify sees the names its own Selection noted; unlike the `rules` and `openai`
+backends it does not see those of earlier chunks, since the chunks of one document are read in
+parallel.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.embedder import ModelRef
-from actors.llm_stage import LandClaims, LoadContexts
+from actors.llm_stage import CONTEXT_SCHEMA, LandClaims, LoadContexts
 from actors.retries import GaveUp, RetryPolicy
 from pipeline.claims import llm_io
 from sql.read import claims_queries
@@ -71,8 +73,9 @@ def run(dsn: str, object_store: str, llm: LlmPass, embedder: ModelRef, *, device
         contexts = ray.data.from_items([{"version_id": v} for v in group]).map_batches(
             LoadContexts, fn_constructor_kwargs={"dsn": dsn, "object_store": object_store, "extractor": llm.extractor},
             compute=ray.data.ActorPoolStrategy(size=1), batch_size=batch_size, batch_format="pyarrow", num_cpus=0.1)
-        selected, failed = through(llm.select, contexts, retry)
-        claimified, failed_too = through(llm.claimify, ray.data.from_items(selected), retry) if selected else ([], {})
+        selected, failed = through(llm.select, contexts, CONTEXT_SCHEMA.names, retry)
+        claimified, failed_too = (through(llm.claimify, ray.data.from_items(selected), list(selected[0]), retry)
+                                  if selected else ([], {}))
         if claimified:
             landed = ray.data.from_items(claimified).map_batches(LandClaims, fn_constructor_kwargs={
                 "dsn": dsn, "extractor": llm.extractor, "model_label": llm.model_label, "embed_model": embedder,
@@ -87,18 +90,18 @@ def run(dsn: str, object_store: str, llm: LlmPass, embedder: ModelRef, *, device
         if failures:
             with store.connect(dsn) as conn:
                 for version_id, reason in failures:
-                    runs.dead_letter_fact_stage(conn, "extract_claims", [version_id], retry.attempts, reason)
+                    runs.dead_letter_stage(conn, "extract_claims", [version_id], retry.attempts, reason)
             totals["dead_letter"] += failures
     return totals
 
 
-def through(step: Step, ds, retry: RetryPolicy) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def through(step: Step, ds, inputs: list[str], retry: RetryPolicy) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """The rows of `ds` through a processor: (answered rows, {version: why} for the versions with
-    a row that failed every attempt). A failed row goes through the processor again, alone with
-    the other failed rows, after the policy's wait."""
+    a row that failed every attempt). A failed row goes through the processor again with its
+    `inputs` columns, alone with the other failed rows, after the policy's wait. (The columns are
+    given, not read from `ds.schema()`, which would run the first block of a lazy dataset twice.)"""
     import ray
 
-    inputs = ds.schema().names
     answered: list[dict[str, Any]] = []
     for attempt in range(1, retry.attempts + 1):
         again, errors = [], {}

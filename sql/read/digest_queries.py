@@ -10,6 +10,7 @@ a view returns them in does not matter.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from datetime import date, datetime
@@ -46,10 +47,11 @@ def _canonical(value: Any) -> Any:
     return value if value is None or isinstance(value, (str, int, float, bool)) else str(value)
 
 
-def view_columns() -> dict[str, list[str]]:
-    """Each view of the query space, with the columns a digest reads."""
+@functools.cache
+def view_columns() -> dict[str, tuple[str, ...]]:
+    """Each view of the query space, with the columns a digest reads (the manifest is parsed once)."""
     space = json.loads(query_manifest.space_text())
-    return {v["name"]: [c["name"] for c in v["columns"] if c["name"] not in VOLATILE] for v in space["views"]}
+    return {v["name"]: tuple(c["name"] for c in v["columns"] if c["name"] not in VOLATILE) for v in space["views"]}
 
 
 def view_lines(conn: psycopg.Connection, view: str) -> list[str]:

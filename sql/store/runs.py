@@ -110,9 +110,10 @@ def fact_versions_of_key(conn: psycopg.Connection, key: str) -> list[str]:
         " WHERE m.mention_key = %s AND m.entity_id IS NULL", (key,)).fetchall()]
 
 
-def dead_letter_fact_stage(conn: psycopg.Connection, stage: str, version_ids: list[str], attempts: int,
-                           error: str) -> None:
-    """A unit of the facts phase ran out of attempts: the stage of every version waiting on it."""
+def dead_letter_stage(conn: psycopg.Connection, stage: str, version_ids: list[str], attempts: int,
+                      error: str) -> None:
+    """A unit (of the facts phase, of the vllm extraction pass) ran out of attempts: `stage` of
+    every version waiting on it."""
     conn.execute(
         "INSERT INTO stage_work (version_id, stage, status, attempts, last_error, started_at, finished_at)"
         " SELECT v, %(s)s, 'dead_letter', %(n)s, %(e)s, now(), now() FROM unnest(%(v)s::uuid[]) v"
