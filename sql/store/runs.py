@@ -126,18 +126,13 @@ def dead_letter_stage(conn: psycopg.Connection, stage: str, version_ids: list[st
 def dead_letter_unfinished_fact_stage(conn: psycopg.Connection, stage: str, attempts: int, error: str) -> int:
     """A step of the facts phase itself ran out of attempts: `stage` of every version the phase
     had yet to finish (claims extracted, fact stages not succeeded); how many versions."""
-    cur = conn.execute(
-        "INSERT INTO stage_work (version_id, stage, status, attempts, last_error, started_at, finished_at)"
-        " SELECT w.version_id, %(s)s, 'dead_letter', %(n)s, %(e)s, now(), now() FROM stage_work w"
-        " JOIN versions v USING (version_id)"
+    unfinished = [str(v) for (v,) in conn.execute(
+        "SELECT w.version_id FROM stage_work w JOIN versions v USING (version_id)"
         " WHERE w.stage = 'extract_claims' AND w.status = 'succeeded' AND v.status <> 'deleted'"
         " AND NOT EXISTS (SELECT 1 FROM stage_work d WHERE d.version_id = w.version_id"
-        "                 AND d.stage = 'label_relation' AND d.status = 'succeeded')"
-        " ON CONFLICT (version_id, stage) DO UPDATE SET status = 'dead_letter', defer_reason = NULL,"
-        " attempts = stage_work.attempts + EXCLUDED.attempts, last_error = EXCLUDED.last_error,"
-        " finished_at = now(), updated_at = now()",
-        {"s": stage, "n": attempts, "e": error})
-    return cur.rowcount
+        "                 AND d.stage = 'label_relation' AND d.status = 'succeeded')")]
+    dead_letter_stage(conn, stage, unfinished, attempts, error)
+    return len(unfinished)
 
 
 def stage_counts(conn: psycopg.Connection) -> list[tuple[str, str, str | None, int]]:
