@@ -131,7 +131,7 @@ as so and or but then also only just even each every all some many more most no 
 for from with without by of in on at into onto via per about around across through toward towards upon within this that these those there here it its they we
 you your our my their his her i me us them between before after during instead now once still yet
 however otherwise than like such other another same own few several much less very too please let
-since until till unlike maybe perhaps hopefully
+since until till unlike maybe perhaps hopefully itself themselves himself herself myself yourself ourselves
 """.split())
 NUMBER_WORDS = frozenset("""one two three four five six seven eight nine ten eleven twelve twenty thirty forty
 fifty hundred thousand million first second third once twice""".split())
@@ -260,24 +260,67 @@ mmm mm hmm oof ouch ugh phew oops yikes looky cheers thanks congrats bye""".spli
 # Abbreviations of common nouns ("an AI", "open a PR", "our SLAs"): a kind of thing, never one named
 # thing, however often a document writes them. A name built on one ("Vercel AI SDK") is still a name.
 GENERIC_ABBREVIATIONS = frozenset("""ai ml llm nlp ui ux gui cli api url uri sdk db os id faq kpi eta todo fyi
-asap qa ci cd pr sla cpu gpu ram ssd vm ide poc mvp roi tbd""".split())
+asap qa ci cd pr sla cpu gpu ram ssd vm ide poc mvp roi tbd json yaml xml csv pdf html css jwt uuid guid sql
+http https rest crud orm sso mfa otp rpc grpc sse ttl png jpg jpeg gif svg webp bmp tiff mp3 mp4 wav
+tts stt asr ocr toml mdx ini env txt cta base64 utf-8 crm oss erp""".split())
+# Words of programming prose that a page capitalises opening a line or a heading ("Async",
+# "Webhooks"): kinds of things, not one named thing.
+PROGRAMMING_WORDS = frozenset("""async await sync webhook webhooks callback callbacks boolean booleans null nil
+lambda lambdas regex enum enums struct structs tuple tuples dict dicts endpoint endpoints middleware runtime
+runtimes payload payloads namespace namespaces workflow workflows dashboard dashboards plugin plugins chatbot
+chatbots backend backends frontend frontends debug uninstall reinstall put post patch""".split())
+# The last hump of a CamelCase identifier that names a piece of code, not a product: "ValueError",
+# "TutorAgent", "PreToolUse", "FunctionCalling", "MemoryClient". Products in CamelCase end on
+# their own word ("OpenSearch", "AgentOps", "LangChain", "YouTube").
+_CODE_HUMP = re.compile(r"(?<=[a-z0-9])(?:[A-Z]+)?(?:Error|Exception|Warning|Agent|Client|Config|Handler|Manager|"
+                        r"Callback|Request|Response|Use|Calling|Event|Type|Schema|Options|Params|Result|Builder|"
+                        r"Factory|Provider|Adapter|Wrapper|Helper|Util|Utils|Service|Tool|Tools|Start|End|Stop|Submit)$")
+# HTTP header names ("X-API-Key", "Content-Type"): a field of a request, not a thing.
+_HEADER = re.compile(r"X-[A-Za-z][\w-]*|[A-Z][a-z]+-(?:Type|Length|Encoding|Agent|Control|Key|Id|ID|Token)")
+# Credentials ("AI Studio API Key", "Access Token"), a table's summary cell ("LongMemEval Overall")
+# and an aspect or a state of a product ("OpenClaw Version", "Mem0 Inactive"): a value of a named
+# thing, not the thing.
+_CREDENTIAL_END = frozenset({"key", "keys", "token", "tokens", "secret", "secrets", "password", "passwords"})
+_CREDENTIAL_OPENER = frozenset({"api", "access", "secret", "auth", "bearer", "refresh", "private", "public"})
+_ASPECT_END = frozenset({"overall", "average", "total", "mean", "median", "version", "versions", "integration",
+                         "integrations", "credentials", "status", "settings", "active", "inactive", "enabled",
+                         "disabled"})
 
 
 def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset(),
-            speakers: frozenset[str] = frozenset()) -> bool:
+            speakers: frozenset[str] = frozenset(), code: frozenset[str] = frozenset()) -> bool:
     """Whether `name` (a cleaned mention) may name an entity, given the words the document uses
     as names (`document_names`), the words it also writes in lower case (`common`: "Configure",
-    "Privacy" are words, not names) and who speaks in it."""
+    "Privacy" are words, not names), who speaks in it, and the identifiers it sets as code
+    (`code_words`: "`AsyncMemory`" is a class, whatever its capitals say)."""
     if name in speakers:
         return True
+    if name in code:
+        return False
     words = name.split()
     if not words or len(words) > 6 or name.startswith("-") or _NAME_MARKUP.search(name) or "_" in name \
             or re.search(r"\.\s|,|n['’]t\b", name):
         return False
     if words[0].lower() in INTERJECTIONS:
         return False  # "OK", "Hey Jo", "Wow": talk, and the name after it is tried alone
-    if len(words) == 1 and re.sub(r"['’]?s$", "", name).lower() in GENERIC_ABBREVIATIONS:
-        return False  # "AI", "LLMs", "PR": a kind of thing
+    if len(words) == 1 and (re.sub(r"['’]?s$", "", name).lower() in GENERIC_ABBREVIATIONS
+                            or re.fullmatch(r"[A-Z]{2,}['’]?s", name) or name.lower() in PROGRAMMING_WORDS):
+        return False  # "AI", "LLMs", "JWTs", "Async": a kind of thing
+    if len(words) == 1 and (_CODE_HUMP.search(name) or _HEADER.fullmatch(name)):
+        return False  # "ValueError", "TutorAgent", "X-API-Key": code, or a header's name
+    if len(words) == 1 and re.fullmatch(r"[A-Z]{2,}(?:ed|ing|['’]d)", name):
+        return False  # "ANDed": a verb made of an abbreviation
+    if len(words) > 1 and re.sub(r"['’]?s$", "", words[-1]).lower() in GENERIC_ABBREVIATIONS and (
+            re.fullmatch(r"[A-Z]{2,}['’]?s", words[-1])
+            or all(is_english_word(w) and not _marked(w) and w not in known for w in words[:-1])):
+        return False  # "Base URL", "TS SDKs": a kind of thing ("Python SDK", "AWS SDK" name one)
+    if re.fullmatch(r"[YMDHhms]{1,4}(?:[-/:.T ][YMDHhms]{1,4})+", name):
+        return False  # "YYYY-MM-DD": a format
+    if len(words) > 1 and not speakers and words[-1].endswith("ing") and is_english_word(words[-1].lower()):
+        return False  # "Metadata Filtering", "Memory Sharing": a feature's heading, not a thing
+    if len(words) > 1 and (words[-1].lower() in _ASPECT_END or words[-1].lower() in _CREDENTIAL_END
+                           and any(w.lower() in _CREDENTIAL_OPENER for w in words[:-1])):
+        return False  # "AI Studio API Key", "LongMemEval Overall", "Mem0 Inactive": a value of a thing
     if any("-" in w and w.rsplit("-", 1)[1][:1].islower() for w in words):
         return False  # "HIPAA-compliant", "LLM-based", "Multi-tool": a compound adjective, not a name
     if not any(ch.isalpha() for ch in name) or all(w.lower() in _CALENDAR for w in words) or name[0].isdigit() \
@@ -288,8 +331,8 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
     lowered = [w.lower().strip(",.;:!?") for w in words]
     if len(words) == 1 and lowered[0] in _HONORIFICS:
         return False  # "Dr" alone is the title of a name the run goes on with
-    if re.split(r"['’]", lowered[0])[0] in PRONOUNS:
-        return False  # "I'm", "It's"
+    if re.split(r"['’]", lowered[0])[0] in PRONOUNS | FUNCTION_WORDS:
+        return False  # "I'm", "It's", "How'd"
     if lowered[0] in FUNCTION_WORDS or lowered[0] in PRONOUNS or lowered[0] in _CONNECTORS \
             or any(stem in INSTRUCTION_VERBS for stem in _stems(lowered[0])) and not _marked(words[0]):
         return False  # "If …", "Use", "Uses Mem0", "Configured"
@@ -352,6 +395,22 @@ def known_names(texts: list[str], speakers: frozenset[str] = frozenset()) -> tup
     return known | longer, common
 
 
+_CODE_SPAN = re.compile(r"`([A-Za-z_][\w.]*)`")
+_FENCED = re.compile(r"^ {0,3}(```|~~~)[^\n]*\n(.*?)(?:^ {0,3}\1|\Z)", re.MULTILINE | re.DOTALL)
+_IDENTIFIER = re.compile(r"(?<![\w.])[A-Za-z_][A-Za-z0-9_]*[a-z0-9][A-Z][A-Za-z0-9_]*")
+
+
+def code_words(text: str) -> frozenset[str]:
+    """The identifiers a document sets as code: in backticks ("`AsyncMemory`"), and the CamelCase
+    ones of its fenced blocks ("BatchSize", "EnableGraph" in a config example). Code the document
+    names is never an entity, though its capitals look like a product's. Written as two regular
+    expressions, not a Markdown parse, since only these two marks are read."""
+    found = set(_CODE_SPAN.findall(text))
+    for block in _FENCED.finditer(text):
+        found.update(_IDENTIFIER.findall(block.group(2)))
+    return frozenset(found)
+
+
 _PARTICIPANTS_LINE = re.compile(r"^\W*(?:participants|attendees|present)\W*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
 _SPEAKER_LINE = re.compile(r"^(?:\[[^\]\n]*\]\s*)?\**([A-Z][\w'’-]+(?: [A-Z][\w'’-]+)?)\**:\**\s", re.MULTILINE)
 
@@ -394,7 +453,7 @@ def _opens_instruction(text: str, match: re.Match[str], words: list[str], known:
 
 
 def names_in(text: str, known: frozenset[str], common: frozenset[str] = frozenset(),
-             speakers: frozenset[str] = frozenset()) -> list[str]:
+             speakers: frozenset[str] = frozenset(), code: frozenset[str] = frozenset()) -> list[str]:
     """The names a text uses, in order, each once: runs of capitalised words that `is_name` accepts
     ("John's colleague Rob" → John, Rob); a run that is no name is tried without its first word
     ("Thanks Maria" → Maria)."""
@@ -414,7 +473,7 @@ def names_in(text: str, known: frozenset[str], common: frozenset[str] = frozense
     for words in runs:
         while words:
             name = clean(" ".join(words))
-            if is_name(name, known, common, speakers):
+            if is_name(name, known, common, speakers, code):
                 if name not in found:
                     found.append(name)
                 break

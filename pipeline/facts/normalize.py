@@ -474,13 +474,23 @@ def normalize_version(claims: list[dict], assertion_id) -> tuple[list[dict], lis
     return version_rows([(c, normalize_claim(c, topic)) for c in claims], assertion_id, VERSION)
 
 
+# The heads of a software page's parts ("the name field", "the web console", "the memory tools"):
+# what a reference page describes over and over is its surface, structure and not a thing its
+# reader would look up as an entity.
+_SURFACE_HEADS = frozenset("""field fields key keys value values parameter parameters argument arguments option
+options setting settings flag flags score scores object objects function functions method methods class classes
+endpoint endpoints console button buttons page pages tab tabs section sections file files folder folders tool
+tools command commands variable variables property properties attribute attributes column columns response
+responses request requests payload payloads interface""".split())
+
+
 def recurring_things(subjects: set[str], texts: list[str]) -> frozenset[str]:
     """The subjects a document names as one definite thing in lower case more than once ("the
     invoice system", "the parallel run"): a thing it is about, not a phrase a sentence happened to
     open on ("the plugin includes"). Two words at least: a bare "the system" pins nothing."""
     found = set()
     for phrase in subjects:
-        if len(phrase.split()) >= 2 and names.is_thing(phrase):
+        if len(phrase.split()) >= 2 and names.is_thing(phrase) and phrase.split()[-1] not in _SURFACE_HEADS:
             the = re.compile(rf"\bthe {re.escape(phrase)}\b", re.IGNORECASE)
             if sum(bool(the.search(t)) for t in texts) >= 2:
                 found.add(phrase)
@@ -488,21 +498,22 @@ def recurring_things(subjects: set[str], texts: list[str]) -> frozenset[str]:
 
 
 def named_only(assertions: list[Assertion], known: frozenset[str], common: frozenset[str],
-               speakers: frozenset[str], topic: str | None = None, things: frozenset[str] = frozenset()
-               ) -> list[Assertion]:
+               speakers: frozenset[str], topic: str | None = None, things: frozenset[str] = frozenset(),
+               code: frozenset[str] = frozenset()) -> list[Assertion]:
     """The assertions whose subjects are names (`names.is_name`), the document's topic or one of
     its recurring `things` ("the invoice system"), and whose other ends are such, or a thing the source
     names in lower case ("Priya owns data validation", `names.is_thing`): a relation to something
     that is none of these becomes an observation on its subject, an assertion about none of these
     is left out. A capitalised phrase that is no name ("Use", "If you") is never a thing."""
     def named(phrase: str) -> bool:
-        return phrase == topic or names.is_thing(phrase) or names.is_name(phrase, known, common, speakers)
+        return phrase == topic or names.is_thing(phrase) or names.is_name(phrase, known, common, speakers, code)
 
     out = []
     for a in assertions:
-        if a.subject != topic and a.subject not in things and not names.is_name(a.subject, known, common, speakers):
+        if a.subject != topic and a.subject not in things and not names.is_name(a.subject, known, common, speakers,
+                                                                                  code):
             # a clause read as the subject ("Marco needs the new invoice layout"): its opening name
-            found = names.names_in(a.subject, known, common, speakers)
+            found = names.names_in(a.subject, known, common, speakers, code)
             if not found or not a.subject.startswith(found[0]) or a.kind != "observation":
                 continue
             a = replace(a, subject=found[0])
@@ -522,9 +533,10 @@ def version_rows(found: list[tuple[dict, list[Assertion]]], assertion_id, normal
     texts = [c["claim_text"] for c, _ in found if not _FIELD_ROW.match(c["claim_text"])]
     speakers = names.speakers_in(found[0][0].get("opening") if found else None)
     known, common = names.known_names(texts, speakers)
+    code = names.code_words(found[0][0].get("version_text") or "") if found else frozenset()
     topic = version_topic([c for c, _ in found]) if found else None
     things = recurring_things({a.subject for _, assertions in found for a in assertions}, texts)
-    found = [(c, named_only(assertions, known, common, speakers, topic, things)) for c, assertions in found]
+    found = [(c, named_only(assertions, known, common, speakers, topic, things, code)) for c, assertions in found]
     used = {n for _, assertions in found for a in assertions for n in (a.subject, a.object, a.ends) if n and n != "*"}
     expand = expand_first_names(used)
 
@@ -546,7 +558,7 @@ def version_rows(found: list[tuple[dict, list[Assertion]]], assertion_id, normal
     # Every name a claim uses is a mention, asserted about or not: "Gina lost their job at Door
     # Dash" names Door Dash, whatever the relation rules make of the sentence.
     named = [(claim, name) for claim, _ in found
-             for name in names.names_in(claim["claim_text"], known, common, speakers)]
+             for name in names.names_in(claim["claim_text"], known, common, speakers, code)]
     for claim, name in named:
         mentions.setdefault((mention_key(name), name), {
             "doc_id": claim["doc_id"], "mention_key": mention_key(name), "surface": name,

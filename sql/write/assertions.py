@@ -41,7 +41,14 @@ def claims_of(conn: psycopg.Connection, version_ids: list[str]) -> list[dict[str
         " WHERE c.version_id = ANY(%s::uuid[]) AND c.normalized_by IS NULL AND c.is_current_testimony"
         " ORDER BY c.version_id, c.char_start, c.claim_id", (version_ids,))
     names = [d.name for d in cur.description]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
+    claims = [dict(zip(names, row)) for row in cur.fetchall()]
+    # the version's whole text (one string, shared by its claims): the normalizer reads the code it sets
+    texts = dict(conn.execute(
+        "SELECT version_id::text, string_agg(text, E'\\n' ORDER BY ord) FROM chunks"
+        " WHERE version_id = ANY(%s::uuid[]) GROUP BY version_id", (sorted({c["version_id"] for c in claims}),)))
+    for c in claims:
+        c["version_text"] = texts.get(c["version_id"])
+    return claims
 
 
 def write(conn: psycopg.Connection, assertions: list[dict[str, Any]], mentions: list[dict[str, Any]],

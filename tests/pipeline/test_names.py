@@ -88,3 +88,35 @@ def test_a_lower_case_subject_is_a_thing_the_document_names_more_than_once() -> 
 def test_a_function_of_the_code_is_no_name() -> None:
     known, common = names.known_names(DOCS)
     assert names.names_in("AddMemories(): Adds user memories for Dana Kim.", known, common) == ["Dana Kim"]
+
+
+@pytest.mark.parametrize("name", [
+    "ValueError", "TutorAgent", "PreToolUse", "FunctionCalling", "CustomerSupportAIAgent", "SessionStart",
+    "MemoryService", "X-API-Key", "Content-Type", "JWTs", "UUID", "Async", "Webhooks", "AI Studio API Key",
+    "LongMemEval Overall", "OpenClaw Version", "Mem0 Inactive", "ANDed", "TS SDKs", "Base URL", "YYYY-MM-DD",
+    "Base64", "PUT", "How'd", "Metadata Filtering", "CRM"])
+def test_code_fields_formats_and_aspects_of_documentation_are_no_names(name: str) -> None:
+    assert not judged(name, DOCS + ["It logs to Base URL and OpenClaw before calling Mem0."])
+
+
+@pytest.mark.parametrize("name", ["OpenSearch", "AgentOps", "YouTube", "LangChain", "NousResearch", "FlowiseAI",
+                                  "PGVector", "OpenAI", "GitHub", "Mem0 REST API", "Gemini API", "Python SDK",
+                                  "AWS SDK", "Toyota Corolla", "LlamaIndex", "Florida Keys"])
+def test_products_in_camel_case_and_named_sdks_stay_names(name: str) -> None:
+    assert judged(name, DOCS + [f"We call {name} from Python and AWS in Florida daily."])
+
+
+def test_what_a_document_sets_as_code_is_no_name() -> None:
+    text = "Use `AsyncMemory` for async code.\n\n```python\nm = Memory(BatchSize=3)\nclient = OpenSearch()\n```\n"
+    code = names.code_words(text)
+    assert {"AsyncMemory", "BatchSize", "OpenSearch"} <= code and "Memory" not in code
+    known, common = names.known_names(DOCS)
+    assert names.names_in("AsyncMemory and BatchSize help Dana Kim.", known, common, code=code) == ["Dana Kim"]
+
+
+def test_a_part_of_a_page_is_no_recurring_thing() -> None:
+    from pipeline.facts import normalize
+
+    texts = ["The name field is stored as context.", "Set the name field once.", "The invoice system is old.",
+             "Dana owns the invoice system."]
+    assert normalize.recurring_things({"name field", "invoice system"}, texts) == {"invoice system"}
