@@ -245,6 +245,11 @@ def _stems(word: str) -> list[str]:
     return stems
 
 
+def _camel(word: str) -> bool:
+    """Capitals inside a word that also has lower case after its first letter: "TypeScript", "iPhone"."""
+    return bool(re.search(r"[a-z][A-Z]", word))
+
+
 def _marked(word: str) -> bool:
     """A capital or a digit inside the word: "TypeScript", "Mem0", "API", "iPhone"."""
     return any(ch.isdigit() or ch.isupper() for ch in word[1:]) or (word[:1].islower() and any(ch.isupper() for ch in word))
@@ -344,8 +349,8 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
     if any(not (w[:1].isupper() or w[:1].isdigit() or _marked(w)) for w in content):
         return False
     if all(w.lower() in common or w.lower().rstrip("s") in common for w in content if not _marked(w)) \
-            and not all(_marked(w) for w in content):
-        return False
+            and not all(_marked(w) for w in content) and not any(_camel(w) for w in content):
+        return False  # "Configure", "User ID": words the page writes in lower case ("TypeScript Client" names)
     if not speakers and all(is_english_word(w) and not _marked(w) for w in content):
         return False  # documentation's "Documentation", "Voice Configuration": words of a heading
     if name in known:
@@ -398,6 +403,17 @@ def known_names(texts: list[str], speakers: frozenset[str] = frozenset()) -> tup
 _CODE_SPAN = re.compile(r"`([A-Za-z_][\w.]*)`")
 _FENCED = re.compile(r"^ {0,3}(```|~~~)[^\n]*\n(.*?)(?:^ {0,3}\1|\Z)", re.MULTILINE | re.DOTALL)
 _IDENTIFIER = re.compile(r"(?<![\w.])[A-Za-z_][A-Za-z0-9_]*[a-z0-9][A-Z][A-Za-z0-9_]*")
+
+
+def prose_of(text: str) -> str:
+    """The text without its code, links' targets, addresses and tags: fenced blocks, backtick
+    spans, `](…)`, URLs, paths and HTML tags taken out ("gemini" in a link's address is no word
+    the page writes)."""
+    return _NOT_PROSE.sub(" ", _FENCED.sub("\n", text))
+
+
+_NOT_PROSE = re.compile(r"`[^`\n]*`|\]\([^)\n]*\)|<[^>\n]*>|\b[a-z][a-z0-9+.-]*://\S+|\S*[/\\._]\S*[/\\._]\S*|"
+                        r"\{[^}\n]*\}")
 
 
 def code_words(text: str) -> frozenset[str]:

@@ -533,7 +533,11 @@ def version_rows(found: list[tuple[dict, list[Assertion]]], assertion_id, normal
     texts = [c["claim_text"] for c, _ in found if not _FIELD_ROW.match(c["claim_text"])]
     speakers = names.speakers_in(found[0][0].get("opening") if found else None)
     known, common = names.known_names(texts, speakers)
-    code = names.code_words(found[0][0].get("version_text") or "") if found else frozenset()
+    # The whole text, when the store gives it: the code it sets is no name, and a word its prose
+    # writes in lower case ("embeddings", "user id") is a word, though no claim was made of it.
+    whole = (found[0][0].get("version_text") or "") if found else ""
+    code = names.code_words(whole)
+    common = common | names.common_words([names.prose_of(whole)])
     topic = version_topic([c for c, _ in found]) if found else None
     things = recurring_things({a.subject for _, assertions in found for a in assertions}, texts)
     found = [(c, named_only(assertions, known, common, speakers, topic, things, code)) for c, assertions in found]

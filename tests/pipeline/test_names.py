@@ -120,3 +120,20 @@ def test_a_part_of_a_page_is_no_recurring_thing() -> None:
     texts = ["The name field is stored as context.", "Set the name field once.", "The invoice system is old.",
              "Dana owns the invoice system."]
     assert normalize.recurring_things({"name field", "invoice system"}, texts) == {"invoice system"}
+
+
+def test_a_word_the_prose_writes_in_lower_case_is_no_name_and_links_and_code_are_no_prose() -> None:
+    from pipeline.facts import normalize
+
+    page = ("# Setup\n\nStore embeddings per user id with [Gemini](https://ai.google.dev/gemini).\n\n"
+            "```python\nclient = TypeScriptClient()\n```\n")
+    assert "gemini" not in names.prose_of(page) and "TypeScriptClient" not in names.prose_of(page)
+    claims = [{"claim_id": f"c{i}", "doc_id": "d", "claim_text": text, "is_attributed": False, "valid_from": None,
+               "valid_until": None, "precision": None, "kind": None, "asserted_at": None, "title": "Setup",
+               "opening": page, "version_text": page}
+              for i, text in enumerate(["Embeddings are stored per user.", "User ID scopes every memory.",
+                                        "Gemini answers questions.", "TypeScript Client SDK ships in npm."])]
+    _, mentions = normalize.normalize_version(claims, lambda c, o: f"{c}:{o}")
+    surfaces = {m["surface"] for m in mentions}
+    assert {"Gemini", "TypeScript Client SDK"} <= surfaces
+    assert not surfaces & {"Embeddings", "User ID"}
