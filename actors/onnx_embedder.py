@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import warnings
@@ -129,14 +130,28 @@ def _export(source: Path, folder: Path) -> None:
     os.replace(staging, folder)
 
 
+class _NoPreProcessingAdvice(logging.Filter):
+    """ONNX Runtime advises "pre-processing before quantization" (shape inference and graph
+    fusions) on the root logger, for static quantization of vision models. Dynamic quantization of
+    the weight products needs none, and the advice reads as a fault on a first import's console."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "pre-processing before quantization" not in record.getMessage()
+
+
 def _quantize(graph: Path, out: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     staging = out.with_name(out.name + ".staging")
-    # Only the products with a weight matrix (the attention products stay fp32), one scale per
-    # output channel: per-tensor scales moved vectors to cosine 0.93 of torch's, per channel 0.99.
-    quantize_dynamic(str(graph), str(staging), weight_type=QuantType.QInt8, per_channel=True,
-                     op_types_to_quantize=["MatMul"], extra_options={"MatMulConstBOnly": True})
+    quiet = _NoPreProcessingAdvice()
+    logging.getLogger().addFilter(quiet)
+    try:
+        # Only the products with a weight matrix (the attention products stay fp32), one scale per
+        # output channel: per-tensor scales moved vectors to cosine 0.93 of torch's, per channel 0.99.
+        quantize_dynamic(str(graph), str(staging), weight_type=QuantType.QInt8, per_channel=True,
+                         op_types_to_quantize=["MatMul"], extra_options={"MatMulConstBOnly": True})
+    finally:
+        logging.getLogger().removeFilter(quiet)
     os.replace(staging, out)
 
 
