@@ -267,21 +267,27 @@ mmm mm hmm oof ouch ugh phew oops yikes looky cheers thanks congrats bye""".spli
 GENERIC_ABBREVIATIONS = frozenset("""ai ml llm nlp ui ux gui cli api url uri sdk db os id faq kpi eta todo fyi
 asap qa ci cd pr sla cpu gpu ram ssd vm ide poc mvp roi tbd json yaml xml csv pdf html css jwt uuid guid sql
 http https rest crud orm sso mfa otp rpc grpc sse ttl png jpg jpeg gif svg webp bmp tiff mp3 mp4 wav
-tts stt asr ocr toml mdx ini env txt cta base64 utf-8 crm oss erp""".split())
+tts stt asr ocr toml mdx ini env txt cta base64 utf-8 crm oss erp ip ctrl""".split())
 # Words of programming prose that a page capitalises opening a line or a heading ("Async",
 # "Webhooks"): kinds of things, not one named thing.
 PROGRAMMING_WORDS = frozenset("""async await sync webhook webhooks callback callbacks boolean booleans null nil
 lambda lambdas regex enum enums struct structs tuple tuples dict dicts endpoint endpoints middleware runtime
 runtimes payload payloads namespace namespaces workflow workflows dashboard dashboards plugin plugins chatbot
-chatbots backend backends frontend frontends debug uninstall reinstall put post patch""".split())
+chatbots backend backends frontend frontends debug uninstall reinstall put post patch get add delete
+config configs metadata realtime downtime wifi""".split())
 # The last hump of a CamelCase identifier that names a piece of code, not a product: "ValueError",
 # "TutorAgent", "PreToolUse", "FunctionCalling", "MemoryClient". Products in CamelCase end on
 # their own word ("OpenSearch", "AgentOps", "LangChain", "YouTube").
 _CODE_HUMP = re.compile(r"(?<=[a-z0-9])(?:[A-Z]+)?(?:Error|Exception|Warning|Agent|Client|Config|Handler|Manager|"
                         r"Callback|Request|Response|Use|Calling|Event|Type|Schema|Options|Params|Result|Builder|"
-                        r"Factory|Provider|Adapter|Wrapper|Helper|Util|Utils|Service|Tool|Tools|Start|End|Stop|Submit)$")
+                        r"Factory|Provider|Adapter|Wrapper|Helper|Util|Utils|Service|Tool|Tools|Start|End|Stop|Submit|Interface|"
+                        r"Engine|Storage)$")
+# A CamelCase identifier that opens on what a function or a flag does: "GetMemories", "EnableGraph".
+_CODE_VERB_HUMP = re.compile(r"(?:Get|Set|Add|Update|Delete|Create|Enable|Disable|List|Fetch|Remove|Reset|Init|Load|"
+                             r"Save|Is|Has|Use)[A-Z][a-z]")
 # HTTP header names ("X-API-Key", "Content-Type"): a field of a request, not a thing.
-_HEADER = re.compile(r"X-[A-Za-z][\w-]*|[A-Z][a-z]+-(?:Type|Length|Encoding|Agent|Control|Key|Id|ID|Token)")
+_HEADER = re.compile(r"X-[A-Za-z][\w-]*|[A-Z][a-z]+(?:-[A-Z][a-z]+)?-(?:Type|Length|Encoding|Agent|Control|Key|Id|ID|"
+                     r"Token|After|Match|Since|Modified|Limit|Remaining|Reset|Origin|Policy|Language|Disposition)")
 # Credentials ("AI Studio API Key", "Access Token"), a table's summary cell ("LongMemEval Overall")
 # and an aspect or a state of a product ("OpenClaw Version", "Mem0 Inactive"): a value of a named
 # thing, not the thing.
@@ -311,8 +317,9 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
     if len(words) == 1 and (re.sub(r"['’]?s$", "", name).lower() in GENERIC_ABBREVIATIONS
                             or re.fullmatch(r"[A-Z]{2,}['’]?s", name) or name.lower() in PROGRAMMING_WORDS):
         return False  # "AI", "LLMs", "JWTs", "Async": a kind of thing
-    if len(words) == 1 and (_CODE_HUMP.search(name) or _HEADER.fullmatch(name)):
-        return False  # "ValueError", "TutorAgent", "X-API-Key": code, or a header's name
+    if any(_CODE_HUMP.search(w) or _CODE_VERB_HUMP.match(w) or w in code for w in words) or (
+            len(words) == 1 and _HEADER.fullmatch(name)):
+        return False  # "ValueError", "ADK BaseMemoryService", "GetMemories", "Retry-After": code, or a header
     if len(words) == 1 and re.fullmatch(r"[A-Z]{2,}(?:ed|ing|['’]d)", name):
         return False  # "ANDed": a verb made of an abbreviation
     if len(words) > 1 and re.sub(r"['’]?s$", "", words[-1]).lower() in GENERIC_ABBREVIATIONS and (
@@ -418,13 +425,13 @@ _NOT_PROSE = re.compile(r"`[^`\n]*`|\]\([^)\n]*\)|<[^>\n]*>|\b[a-z][a-z0-9+.-]*:
 
 def code_words(text: str) -> frozenset[str]:
     """The identifiers a document sets as code: in backticks ("`AsyncMemory`"), and the CamelCase
-    ones of its fenced blocks ("BatchSize", "EnableGraph" in a config example). Code the document
-    names is never an entity, though its capitals look like a product's. Written as two regular
-    expressions, not a Markdown parse, since only these two marks are read."""
-    found = set(_CODE_SPAN.findall(text))
-    for block in _FENCED.finditer(text):
-        found.update(_IDENTIFIER.findall(block.group(2)))
-    return frozenset(found)
+    ones of its fenced blocks that its prose never writes ("BatchSize" in a config example). Code the
+    document names is never an entity, though its capitals look like a product's. Written as
+    regular expressions, not a Markdown parse, since only these two marks are read."""
+    fenced = {w for block in _FENCED.finditer(text) for w in _IDENTIFIER.findall(block.group(2))}
+    # a block's identifier that the prose also writes unmarked is a name the code happens to use
+    # ("OpenAI" in prose and `client = OpenAI()` in an example)
+    return frozenset(set(_CODE_SPAN.findall(text)) | (fenced - set(re.findall(r"[\w.]+", prose_of(text)))))
 
 
 _PARTICIPANTS_LINE = re.compile(r"^\W*(?:participants|attendees|present)\W*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)

@@ -94,7 +94,8 @@ def test_a_function_of_the_code_is_no_name() -> None:
     "ValueError", "TutorAgent", "PreToolUse", "FunctionCalling", "CustomerSupportAIAgent", "SessionStart",
     "MemoryService", "X-API-Key", "Content-Type", "JWTs", "UUID", "Async", "Webhooks", "AI Studio API Key",
     "LongMemEval Overall", "OpenClaw Version", "Mem0 Inactive", "ANDed", "TS SDKs", "Base URL", "YYYY-MM-DD",
-    "Base64", "PUT", "How'd", "Metadata Filtering", "CRM"])
+    "Base64", "PUT", "How'd", "Metadata Filtering", "CRM", "GetMemories", "EnableGraph", "ADK BaseMemoryService",
+    "Retry-After", "Config", "Metadata", "SimpleChatEngine"])
 def test_code_fields_formats_and_aspects_of_documentation_are_no_names(name: str) -> None:
     assert not judged(name, DOCS + ["It logs to Base URL and OpenClaw before calling Mem0."])
 
@@ -110,6 +111,8 @@ def test_what_a_document_sets_as_code_is_no_name() -> None:
     text = "Use `AsyncMemory` for async code.\n\n```python\nm = Memory(BatchSize=3)\nclient = OpenSearch()\n```\n"
     code = names.code_words(text)
     assert {"AsyncMemory", "BatchSize", "OpenSearch"} <= code and "Memory" not in code
+    # a name the prose writes unmarked is no code, though an example calls it
+    assert "OpenAI" not in names.code_words("OpenAI hosts the model.\n\n```python\nclient = OpenAI()\n```\n")
     known, common = names.known_names(DOCS)
     assert names.names_in("AsyncMemory and BatchSize help Dana Kim.", known, common, code=code) == ["Dana Kim"]
 
