@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid
+from collections.abc import Iterator
 
 import pyarrow.fs as pafs
 
@@ -65,3 +66,11 @@ class ObjectStore:
     def get(self, key: str) -> bytes:
         with self._fs.open_input_stream(self._path(key)) as src:
             return src.read()
+
+    def keys(self) -> Iterator[str]:
+        """Every object's key, leftovers of interrupted writes (`*.tmp`) included: one listing,
+        not a request per key."""
+        selector = pafs.FileSelector(self._root, recursive=True, allow_not_found=True)
+        for info in self._fs.get_file_info(selector):
+            if info.type == pafs.FileType.File:
+                yield info.path[len(self._root):].lstrip("/")

@@ -1,9 +1,11 @@
 """The `corpusmem` command: import, import-vectors, status, retry, claims, why-not, facts, delete, serve, db,
-report, demo, sql, bench."""
+report, demo, sql, bench; and backup, restore, export, reembed, entities, check, costs."""
 
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib
 import logging
 import sys
 
@@ -183,7 +185,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="benchmarks, each against a baseline measured in the same run")
     bench.add_arguments(p)
     p.set_defaults(func=_bench)
+
+    for name, module, text in KEEPING:
+        p = sub.add_parser(name, help=text)
+        importlib.import_module(f"jobs.{module}").add_arguments(p)
+        p.set_defaults(func=functools.partial(_keeping, module))
     return parser
+
+
+# Commands that keep a memory for years: (command, module under jobs/, help). Each module has
+# `add_arguments(parser)` and `main(settings, args) -> exit status`.
+KEEPING = (
+    ("check", "check", "inspect the memory's integrity; --repair fixes what is safe"),
+)
+
+
+def _keeping(module: str, args: argparse.Namespace) -> int:
+    return importlib.import_module(f"jobs.{module}").main(runtime.settings(), args)
 
 
 def main(argv: list[str] | None = None) -> int:

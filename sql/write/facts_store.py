@@ -129,16 +129,21 @@ def write(conn: psycopg.Connection, anchor_id: str, writes: Writes, adjudicated:
                     (touched, touched))
 
 
+# `evidence_count` of the fact `{fact}` (a column or expression in the enclosing query): distinct
+# documents whose current testimony supports it; the contradicting side counted apart. Repetition,
+# versions and re-extraction never add. `recount` stores it; `corpusmem check` compares with it.
+EVIDENCE_COUNTS = ("SELECT count(DISTINCT e.doc_id) FILTER (WHERE e.stance = 'supports') AS supports,"
+                   " count(DISTINCT e.doc_id) FILTER (WHERE e.stance = 'contradicts') AS contradicts"
+                   " FROM fact_evidence e JOIN claims c USING (claim_id)"
+                   " WHERE e.fact_id = {fact} AND c.is_current_testimony")
+
+
 def recount(cur: psycopg.Cursor, fact_ids: list[str]) -> None:
-    """`evidence_count`: distinct documents whose current testimony supports the fact; the
-    contradicting side counted apart. Repetition, versions and re-extraction never add."""
+    """Store `EVIDENCE_COUNTS` on these facts."""
     cur.execute(
         "UPDATE facts f SET evidence_count = coalesce(t.supports, 0), contradicting_count = coalesce(t.contradicts, 0)"
         " FROM (SELECT id AS fact_id, s.supports, s.contradicts FROM unnest(%s::uuid[]) id"
-        "       LEFT JOIN LATERAL (SELECT count(DISTINCT e.doc_id) FILTER (WHERE e.stance = 'supports') AS supports,"
-        "                                 count(DISTINCT e.doc_id) FILTER (WHERE e.stance = 'contradicts') AS contradicts"
-        "                          FROM fact_evidence e JOIN claims c USING (claim_id)"
-        "                          WHERE e.fact_id = id AND c.is_current_testimony) s ON true) t"
+        f"       LEFT JOIN LATERAL ({EVIDENCE_COUNTS.format(fact='id')}) s ON true) t"
         " WHERE f.fact_id = t.fact_id", (fact_ids,))
 
 

@@ -39,25 +39,61 @@ def hold_for_events(conn: psycopg.Connection | psycopg.Cursor) -> None:
     conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", (RECONCILE_LOCK,))
 
 
+# (claim_id, version_id): current claims of living documents that their latest finished version
+# (`version_id`) no longer carries; a claim whose text moved to another passage is still carried.
+# `supersede_living` retires them; `corpusmem check` counts them.
+LIVING_SUPERSEDED = (
+    "WITH latest AS (SELECT DISTINCT ON (v.doc_id) v.doc_id, v.version_id FROM versions v"
+    "                JOIN documents d USING (doc_id) JOIN stage_work w ON w.version_id = v.version_id"
+    "                 AND w.stage = 'extract_claims' AND w.status = 'succeeded'"
+    "                WHERE d.versioning_mode = 'living' AND d.deleted_at IS NULL AND v.status = 'ready'"
+    "                ORDER BY v.doc_id, v.seq DESC)"
+    " SELECT c.claim_id, l.version_id FROM claims c JOIN latest l ON c.doc_id = l.doc_id"
+    " WHERE c.is_current_testimony"
+    " AND NOT EXISTS (SELECT 1 FROM claim_occurrences o WHERE o.claim_id = c.claim_id AND o.version_id = l.version_id)"
+    " AND NOT EXISTS (SELECT 1 FROM claim_occurrences o JOIN claims moved ON moved.claim_id = o.claim_id"
+    "                 WHERE o.version_id = l.version_id AND moved.claim_text = c.claim_text)")
+
+# (claim_id, is_current, currency_reason) every claim must have: what its latest currency event
+# says (every change of currency records one in the same transaction), current when it has none,
+# and never current once its document is deleted. `corpusmem check` compares the stored columns.
+EXPECTED_CURRENCY = (
+    "SELECT c.claim_id, x.is_current,"
+    " CASE WHEN NOT x.is_current THEN coalesce(CASE WHEN NOT t.is_current THEN t.reason END, 'version_deleted') END"
+    " AS currency_reason"
+    " FROM claims c JOIN documents d USING (doc_id)"
+    " LEFT JOIN LATERAL (SELECT e.is_current, e.reason FROM testimony_currency_events e"
+    "                    WHERE e.claim_id = c.claim_id ORDER BY e.event_id DESC LIMIT 1) t ON true"
+    " CROSS JOIN LATERAL (SELECT d.deleted_at IS NULL AND coalesce(t.is_current, true) AS is_current) x")
+
+
 def supersede_living(conn: psycopg.Connection) -> int:
     """Claims of living documents that their latest finished version no longer carries."""
     with conn.transaction():
         hold_for_events(conn)
         cur = conn.execute(
-            "WITH latest AS (SELECT DISTINCT ON (v.doc_id) v.doc_id, v.version_id FROM versions v"
-            "                JOIN documents d USING (doc_id) JOIN stage_work w ON w.version_id = v.version_id"
-            "                 AND w.stage = 'extract_claims' AND w.status = 'succeeded'"
-            "                WHERE d.versioning_mode = 'living' AND d.deleted_at IS NULL AND v.status = 'ready'"
-            "                ORDER BY v.doc_id, v.seq DESC),"
+            f"WITH stale AS ({LIVING_SUPERSEDED}),"
             " gone AS (UPDATE claims c SET is_current_testimony = false, currency_reason = 'version_superseded'"
-            "          FROM latest l WHERE c.doc_id = l.doc_id AND c.is_current_testimony"
-            "          AND NOT EXISTS (SELECT 1 FROM claim_occurrences o WHERE o.claim_id = c.claim_id"
-            "                          AND o.version_id = l.version_id)"
-            "          AND NOT EXISTS (SELECT 1 FROM claim_occurrences o JOIN claims moved ON moved.claim_id = o.claim_id"
-            "                          WHERE o.version_id = l.version_id AND moved.claim_text = c.claim_text)"
-            "          RETURNING c.claim_id, l.version_id)"
+            "          FROM stale s WHERE c.claim_id = s.claim_id RETURNING c.claim_id, s.version_id)"
             " INSERT INTO testimony_currency_events (claim_id, is_current, reason, version_id)"
             " SELECT claim_id, false, 'version_superseded', version_id FROM gone")
+        return cur.rowcount
+
+
+def restore_currency(conn: psycopg.Connection) -> int:
+    """Claims whose stored currency disagrees with `EXPECTED_CURRENCY` (a hand edit, a partial
+    restore) take it back, each with a currency event of its own (`review_restored` when current
+    again), so the next `reconcile_facts` recounts the facts they touch. Returns how many."""
+    with conn.transaction():
+        hold_for_events(conn)
+        cur = conn.execute(
+            f"WITH expected AS ({EXPECTED_CURRENCY}),"
+            " fixed AS (UPDATE claims c SET is_current_testimony = x.is_current, currency_reason = x.currency_reason"
+            "           FROM expected x WHERE c.claim_id = x.claim_id AND (c.is_current_testimony, c.currency_reason)"
+            "           IS DISTINCT FROM (x.is_current, x.currency_reason)"
+            "           RETURNING c.claim_id, x.is_current, x.currency_reason)"
+            " INSERT INTO testimony_currency_events (claim_id, is_current, reason)"
+            " SELECT claim_id, is_current, coalesce(currency_reason, 'review_restored') FROM fixed")
         return cur.rowcount
 
 
@@ -92,8 +128,7 @@ def reconcile_facts(conn: psycopg.Connection, run_id: str | None) -> dict[str, i
     """Recount the facts whose claims changed currency since the persisted watermark; retract,
     withdraw or restore them as their support says; advance the watermark, all in one
     transaction. A reconcile that was interrupted is finished by the next one."""
-    out = {"recounted": 0, "retracted": 0, "retracted_relations": 0, "retracted_observations": 0,
-           "withdrawn": 0, "restored": 0}
+    out = _nothing_reconciled()
     with conn.transaction(), conn.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (RECONCILE_LOCK,))
         [mark] = cur.execute("SELECT last_event_id FROM reconcile_watermark FOR UPDATE").fetchone()
@@ -105,41 +140,63 @@ def reconcile_facts(conn: psycopg.Connection, run_id: str | None) -> dict[str, i
             "SELECT DISTINCT e.fact_id::text FROM fact_evidence e JOIN testimony_currency_events t"
             " USING (claim_id) WHERE t.event_id > %s AND t.event_id <= %s", (mark, latest)).fetchall()]
         cur.execute("UPDATE reconcile_watermark SET last_event_id = %s, advanced_at = now()", (latest,))
-        if not fact_ids:
-            return out
-        recount(cur, fact_ids)
-        out["recounted"] = len(fact_ids)
-        lost = ("f.fact_id = ANY(%(ids)s::uuid[]) AND f.invalidated_at IS NULL AND f.evidence_count = 0")
-        source_spoke = ("EXISTS (SELECT 1 FROM fact_evidence e JOIN claims c USING (claim_id)"
-                        " WHERE e.fact_id = f.fact_id AND e.stance = 'supports'"
-                        " AND c.currency_reason IN ('version_superseded', 'version_deleted'))")
-        retracted = cur.execute(
-            f"UPDATE facts f SET invalidated_at = now() WHERE {lost} AND {source_spoke}"
-            " RETURNING f.fact_id::text, f.kind, f.valid_from, f.valid_until, f.valid_precision",
-            {"ids": fact_ids}).fetchall()
-        withdrawn = cur.execute(
-            f"UPDATE facts f SET support = 'withdrawn' WHERE {lost} AND f.support = 'current' AND NOT {source_spoke}"
-            " RETURNING f.fact_id::text, f.kind", {"ids": fact_ids}).fetchall()
-        restored = cur.execute(
-            "UPDATE facts f SET support = 'current' WHERE f.fact_id = ANY(%(ids)s::uuid[])"
-            " AND f.support = 'withdrawn' AND f.evidence_count > 0 RETURNING f.fact_id::text, f.kind",
-            {"ids": fact_ids}).fetchall()
-        decisions = (
-            [(r[0], r[1], "retracted_source_removal", "the sources that said it stopped saying it",
-              {"window": {"valid_from": _iso(r[2]), "valid_until": _iso(r[3]), "valid_precision": r[4]}})
-             for r in retracted]
-            + [(r[0], r[1], "support_withdrawn", "a re-reading of unchanged sources no longer finds it", {})
-               for r in withdrawn]
-            + [(r[0], r[1], "support_restored", "current testimony supports it again", {}) for r in restored])
-        cur.executemany(
-            "INSERT INTO fact_decisions (fact_id, subject_kind, outcome, method, confidence, decided_by,"
-            " features, rationale, run_id) VALUES (%s, %s, %s, 'reconcile', 1.0, %s, %s, %s, %s)",
-            [(fid, kind, outcome, adjudication.DECIDED_BY, Jsonb(features), why, run_id)
-             for fid, kind, outcome, why, features in decisions])
-        out.update(retracted=len(retracted), withdrawn=len(withdrawn), restored=len(restored),
-                   retracted_relations=sum(r[1] == "relation" for r in retracted),
-                   retracted_observations=sum(r[1] == "observation" for r in retracted))
+        if fact_ids:
+            _settle(cur, fact_ids, run_id, out)
     return out
+
+
+def reconcile_named_facts(conn: psycopg.Connection, fact_ids: list[str], run_id: str | None) -> dict[str, int]:
+    """Recount these facts and retract, withdraw or restore them as their support says, whatever
+    the watermark: for facts whose stored counts disagree with their evidence (`corpusmem check
+    --repair`)."""
+    out = _nothing_reconciled()
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (RECONCILE_LOCK,))
+        if fact_ids:
+            _settle(cur, fact_ids, run_id, out)
+    return out
+
+
+def _nothing_reconciled() -> dict[str, int]:
+    return {"recounted": 0, "retracted": 0, "retracted_relations": 0, "retracted_observations": 0,
+            "withdrawn": 0, "restored": 0}
+
+
+def _settle(cur: psycopg.Cursor, fact_ids: list[str], run_id: str | None, out: dict[str, int]) -> None:
+    """Recount `fact_ids`, then retract, withdraw or restore each as its support says, with a
+    transcript row per decision; counts into `out`. Inside the caller's reconcile transaction."""
+    recount(cur, fact_ids)
+    out["recounted"] = len(fact_ids)
+    lost = ("f.fact_id = ANY(%(ids)s::uuid[]) AND f.invalidated_at IS NULL AND f.evidence_count = 0")
+    source_spoke = ("EXISTS (SELECT 1 FROM fact_evidence e JOIN claims c USING (claim_id)"
+                    " WHERE e.fact_id = f.fact_id AND e.stance = 'supports'"
+                    " AND c.currency_reason IN ('version_superseded', 'version_deleted'))")
+    retracted = cur.execute(
+        f"UPDATE facts f SET invalidated_at = now() WHERE {lost} AND {source_spoke}"
+        " RETURNING f.fact_id::text, f.kind, f.valid_from, f.valid_until, f.valid_precision",
+        {"ids": fact_ids}).fetchall()
+    withdrawn = cur.execute(
+        f"UPDATE facts f SET support = 'withdrawn' WHERE {lost} AND f.support = 'current' AND NOT {source_spoke}"
+        " RETURNING f.fact_id::text, f.kind", {"ids": fact_ids}).fetchall()
+    restored = cur.execute(
+        "UPDATE facts f SET support = 'current' WHERE f.fact_id = ANY(%(ids)s::uuid[])"
+        " AND f.support = 'withdrawn' AND f.evidence_count > 0 RETURNING f.fact_id::text, f.kind",
+        {"ids": fact_ids}).fetchall()
+    decisions = (
+        [(r[0], r[1], "retracted_source_removal", "the sources that said it stopped saying it",
+          {"window": {"valid_from": _iso(r[2]), "valid_until": _iso(r[3]), "valid_precision": r[4]}})
+         for r in retracted]
+        + [(r[0], r[1], "support_withdrawn", "a re-reading of unchanged sources no longer finds it", {})
+           for r in withdrawn]
+        + [(r[0], r[1], "support_restored", "current testimony supports it again", {}) for r in restored])
+    cur.executemany(
+        "INSERT INTO fact_decisions (fact_id, subject_kind, outcome, method, confidence, decided_by,"
+        " features, rationale, run_id) VALUES (%s, %s, %s, 'reconcile', 1.0, %s, %s, %s, %s)",
+        [(fid, kind, outcome, adjudication.DECIDED_BY, Jsonb(features), why, run_id)
+         for fid, kind, outcome, why, features in decisions])
+    out.update(retracted=len(retracted), withdrawn=len(withdrawn), restored=len(restored),
+               retracted_relations=sum(r[1] == "relation" for r in retracted),
+               retracted_observations=sum(r[1] == "observation" for r in retracted))
 
 
 def _iso(t: datetime | None) -> str | None:
