@@ -78,6 +78,14 @@ def resolve_model(setting: str, execution: str = "torch", cache: str = "") -> Mo
     return ModelRef(str(path.resolve()), str(path.resolve()), execution, cache)
 
 
+def model_for_pin(pin: str, *, gpu: bool = False, cache: str = "") -> ModelRef:
+    """The model a deployment's pin names ("model", or "model@execution" when the execution
+    changes the vectors), run the way those vectors need: what a reader embeds a question with."""
+    name = pin.rsplit("@", 1)[0] if pin.rsplit("@", 1)[-1] in EXECUTIONS else pin
+    execution = choose_execution("auto", pinned=pin, gpu=gpu, model_path=resolve_model(name).path)
+    return resolve_model(name, execution, cache)
+
+
 def load_model(ref: ModelRef, device: str = "auto", threads: int | None = None):
     """Load the model offline, run as `ref.execution`; `threads` sets the intra-op threads on CPU.
     Either execution has sentence-transformers' `encode`."""
@@ -174,6 +182,22 @@ class Embed:
             todo[key], texts[key] = [], text
             row[counter] += 1   # the row that first asks for a text is charged its encoding
         todo[key].append(item)
+
+
+class EmbedTexts:
+    """Ray Data callable class: the `text` column of a batch replaced by its vectors (`embedding`,
+    float32 bytes, normalized), for work that has its texts already (`corpusmem reembed`)."""
+
+    def __init__(self, model: ModelRef, device: str, batch_size: int, threads: int | None = None) -> None:
+        self._model = load_model(model, device, threads)
+        self._batch_size = batch_size
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        texts = batch.column("text").to_pylist()
+        vectors = self._model.encode(texts, batch_size=self._batch_size, convert_to_numpy=True,
+                                     normalize_embeddings=True, show_progress_bar=False) if texts else []
+        blobs = pa.array([v.astype("<f4").tobytes() for v in vectors], pa.binary())
+        return batch.drop_columns(["text"]).append_column("embedding", blobs)
 
 
 # Texts whose vectors an embedder keeps: 100k vectors of 384 floats are ~150 MiB.

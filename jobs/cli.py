@@ -196,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
 # Commands that keep a memory for years: (command, module under jobs/, help). Each module has
 # `add_arguments(parser)` and `main(settings, args) -> exit status`.
 KEEPING = (
+    ("reembed", "reembed", "move every vector to another embedding model or execution, serving throughout"),
     ("check", "check", "inspect the memory's integrity; --repair fixes what is safe"),
 )
 

@@ -212,8 +212,11 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
                 return envelope(await reads.resolve_entity(c, args["name"]))
         time = TimeArg(**args.get("time", {})).query()   # checked before anything is embedded
         skip_model = name == "facts_context" and args.get("entity_ids")   # anchored: nothing to embed
-        question = None if skip_model else await vector(args["query"])
+        pin = space["pin"]
+        question = None if skip_model else await vector(args["query"], pin)
         async with conn("retrieval") as c:
+            if question is not None:
+                question = await in_space(c, args["query"], question, pin)
             if name == "facts_context":
                 result = await facts(c, args, time, question)
             elif name == "claims_and_sources_context":
@@ -235,11 +238,24 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
                                          hops=args["hops"], predicate=args.get("predicate"),
                                          vector=None if args.get("entity_ids") else question, at=at)
 
-    async def vector(text: str) -> Any:
+    # The pin the questions are embedded for: the server's at start, the new one once a snapshot
+    # shows that `corpusmem reembed` switched it.
+    space = {"pin": deployment.embedding_model}
+
+    async def vector(text: str, pin: str) -> Any:
         try:
-            return await embed(text)
+            return await (embed(text) if pin == deployment.embedding_model else embed(text, pin))
         except Exception as err:  # the embedder is a separate deployment; its failure is the seed's 503
             raise HTTPException(503, "model provider unavailable") from err
+
+    async def in_space(c: psycopg.AsyncConnection, text: str, question: Any, pin: str) -> Any:
+        """The question's vector in the space of the pin the snapshot `c` reads: a query never
+        compares vectors of two models, even when a switch committed since it was embedded."""
+        pinned = (await (await c.execute(store.PINNED_MODEL_SQL)).fetchone())[0]
+        if pinned == pin:
+            return question
+        space["pin"] = pinned
+        return await vector(text, pinned)
 
     def envelope(result: BaseModel) -> dict[str, Any]:
         return result.model_dump(mode="json", by_alias=True)
@@ -258,8 +274,11 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
     @app.get("/lookup/observations")
     async def lookup_observations(entity_id: UUID, property_query: str | None = None,
                                   k: Annotated[int, Query(ge=1, le=400)] = 10) -> dict[str, Any]:
-        question = await vector(property_query) if property_query else None
+        pin = space["pin"]
+        question = await vector(property_query, pin) if property_query else None
         async with conn("retrieval") as c:
+            if question is not None:
+                question = await in_space(c, property_query, question, pin)
             return envelope(await reads.lookup_observations(c, str(entity_id), k, question))
 
     @app.get("/hydrate/relation/{relation_id}")
@@ -276,8 +295,11 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
         """Both forms of `/search/claims` and `/search/chunks`: the URL's (GET) and the body's (POST)."""
         if "\x00" in query:   # PostgreSQL text cannot hold one
             raise HTTPException(422, "query must not contain NUL characters")
-        question = await vector(query) if channel == "semantic" else None
+        pin = space["pin"]
+        question = await vector(query, pin) if channel == "semantic" else None
         async with conn("retrieval") as c:
+            if question is not None:
+                question = await in_space(c, query, question, pin)
             return envelope(await reads.search(c, what, query, k, channel, question))
 
     @app.get("/search/claims")
@@ -422,5 +444,14 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
                                   relations_closed=deletion.reconciled["retracted_relations"],
                                   observations_closed=deletion.reconciled["retracted_observations"])
 
-    app.include_router(query_router(pools, deployment, embed))
+    async def embed_pinned(text: str) -> Any:
+        """For the SQL query space, whose runner opens its snapshot after embedding: the pin is
+        read just before (a switch between the two that changed the dimension is refused by
+        memory_v1's own check of the query vector)."""
+        async with conn() as c:
+            space["pin"] = (await (await c.execute(store.PINNED_MODEL_SQL)).fetchone())[0]
+        pin = space["pin"]
+        return await (embed(text) if pin == deployment.embedding_model else embed(text, pin))
+
+    app.include_router(query_router(pools, deployment, embed_pinned))
     return app

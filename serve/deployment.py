@@ -33,16 +33,32 @@ API_ONGOING = 64
 @serve.deployment(ray_actor_options={"num_cpus": 0.5}, max_ongoing_requests=EMBED_BATCH)
 class QueryEmbedder:
     def __init__(self, model, device: str) -> None:
+        self._device = device
+        self._hold(model)
+
+    def _hold(self, model) -> None:
         from actors.embedder import load_model
 
-        self._model = load_model(model, device, threads=1)
+        self._model, self._ref = load_model(model, self._device, threads=1), model
 
     @serve.batch(max_batch_size=EMBED_BATCH, batch_wait_timeout_s=EMBED_BATCH_WAIT_S)
-    async def embed(self, texts: list[str]) -> list[list[float]]:
-        # A question's vector must not depend on who else asked at the same moment.
-        alone = 1 if not getattr(self._model, "batch_invariant", True) else len(texts)
-        vectors = self._model.encode(texts, normalize_embeddings=True, show_progress_bar=False, batch_size=alone)
-        return [v.tolist() for v in vectors]
+    async def embed(self, texts: list[str], pins: list[str]) -> list[list[float]]:
+        """Each question in the space of the pin it asks for: after `corpusmem reembed` switches
+        the pin, the model of the new one is loaded in place of the old."""
+        from actors.embedder import model_for_pin
+
+        out: list[list[float]] = [[] for _ in texts]
+        for pin in dict.fromkeys(pins):
+            if pin != self._ref.pin:
+                self._hold(model_for_pin(pin, gpu=self._device == "cuda", cache=self._ref.cache))
+            asked = [i for i, p in enumerate(pins) if p == pin]
+            # A question's vector must not depend on who else asked at the same moment.
+            alone = 1 if not getattr(self._model, "batch_invariant", True) else len(asked)
+            vectors = self._model.encode([texts[i] for i in asked], normalize_embeddings=True,
+                                         show_progress_bar=False, batch_size=alone)
+            for i, v in zip(asked, vectors):
+                out[i] = v.tolist()
+        return out
 
 
 # Handlers only await I/O (the embedder, PostgreSQL), so a replica takes many requests at once;
@@ -56,8 +72,10 @@ class Api:
         self._info = info
         self._pools = pools
 
-    async def _embed(self, text: str) -> np.ndarray:
-        vector = await asyncio.wait_for(self._embedder.embed.remote(text), timeout=30)
+    async def _embed(self, text: str, pin: str | None = None) -> np.ndarray:
+        """`text`'s vector in the space of `pin` (None: the pin the server started with)."""
+        vector = await asyncio.wait_for(self._embedder.embed.remote(text, pin or self._info.embedding_model),
+                                        timeout=30)
         return np.asarray(vector, dtype=np.float32)
 
     def __serve_build_asgi_app__(self) -> Any:

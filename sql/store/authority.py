@@ -130,8 +130,12 @@ def pinned_model(dsn: str) -> str | None:
     with connect(dsn) as conn:
         if conn.execute("SELECT to_regclass('deployment')").fetchone()[0] is None:
             return None
-        row = conn.execute("SELECT embedding_model FROM deployment").fetchone()
+        row = conn.execute(PINNED_MODEL_SQL).fetchone()
     return row[0] if row else None
+
+
+# The pin, as a reader asks for it inside its snapshot: that snapshot's vectors are of this model.
+PINNED_MODEL_SQL = "SELECT embedding_model FROM deployment"
 
 
 def pin_deployment(conn: psycopg.Connection, *, embedding_model: str, embedding_dim: int,
@@ -152,12 +156,38 @@ def pin_deployment(conn: psycopg.Connection, *, embedding_model: str, embedding_
                 f"this memory's vectors come from embedding model {row[2]!r} ({row[3]} dimensions); "
                 f"refusing {embedding_model!r} ({embedding_dim} dimensions). Set "
                 f"CORPUSMEM_EMBEDDING_MODEL={row[2].split('@')[0]} and CORPUSMEM_EMBEDDING_EXECUTION=auto, "
+                "move the memory to the new model with `corpusmem reembed`, "
                 "or use a new memory (another CORPUSMEM_HOME or CORPUSMEM_DSN)")
         elif row[1] != build_revision:
             conn.execute("UPDATE deployment SET build_revision = %s", (build_revision,))
             row = (row[0], build_revision, row[2], row[3])
         _type_vector_columns(conn, row[3])
     return Deployment(str(row[0]), row[1], row[2], row[3])
+
+
+def lock_pin(conn: psycopg.Connection) -> Deployment:
+    """Inside the caller's transaction: hold the pin (no import can pin or check it meanwhile)
+    and return it. `corpusmem reembed` switches the pin under this lock."""
+    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+    row = conn.execute("SELECT deployment_id, build_revision, embedding_model, embedding_dim FROM deployment"
+                       " FOR UPDATE").fetchone()
+    if row is None:
+        raise StoreError("this memory has no embedding model yet: import something first")
+    return Deployment(str(row[0]), row[1], row[2], row[3])
+
+
+def repin(conn: psycopg.Connection, *, embedding_model: str, embedding_dim: int) -> None:
+    """Inside the transaction of `lock_pin`: pin another model. The HNSW indexes are dropped
+    (`ensure_vector_indexes` builds them again once the vectors are in), and on a change of
+    dimension every vector column is emptied and typed anew: the caller fills them again in the
+    same transaction, so no reader ever sees a column of the other space."""
+    old_dim = conn.execute("SELECT embedding_dim FROM deployment").fetchone()[0]
+    for table, column, index in VECTOR_COLUMNS:
+        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(index)))
+        if embedding_dim != old_dim:
+            conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} TYPE vector({}) USING NULL").format(
+                sql.Identifier(table), sql.Identifier(column), sql.Literal(embedding_dim)))
+    conn.execute("UPDATE deployment SET embedding_model = %s, embedding_dim = %s", (embedding_model, embedding_dim))
 
 
 def _type_vector_columns(conn: psycopg.Connection, dim: int) -> None:
