@@ -132,6 +132,7 @@ class Embed:
 
     def __init__(self, model: ModelRef, device: str, batch_size: int, threads: int | None = None) -> None:
         self._model = load_model(model, device, threads)
+        self._ref = model
         self._batch_size = batch_size
         self._cache = VectorCache(_CACHE_TEXTS)
 
@@ -162,15 +163,28 @@ class Embed:
             vectors = self._model.encode([texts[k] for k in keys], batch_size=self._batch_size,
                                          convert_to_numpy=True, normalize_embeddings=True,
                                          show_progress_bar=False)
+            encode_seconds = time.perf_counter() - encode_started
             metrics.observe("corpusmem_embed_batch_size", len(keys))
-            metrics.observe("corpusmem_embed_batch_seconds", time.perf_counter() - encode_started)
+            metrics.observe("corpusmem_embed_batch_seconds", encode_seconds)
             for key, vector in zip(keys, vectors):
                 blob = vector.astype("<f4").tobytes()
                 self._cache.put(key, blob)
                 for item in todo[key]:
                     item["embedding"] = blob
+            self._charge(rows, len(keys), encode_seconds)
         records.share_seconds(rows, "embed", time.perf_counter() - started)
         return records.to_table(rows)
+
+    def _charge(self, rows: list[dict], encoded: int, seconds: float) -> None:
+        """A cost row (stage `embed`) for each version that had texts encoded, with its share of
+        the model's seconds: the cost ledger is keyed by version, and a version whose vectors were
+        all reused or cached adds none, so re-importing unchanged sources costs nothing."""
+        for row in rows:
+            texts = row["chunk_vectors_computed"] + row["claim_vectors_computed"]
+            if texts:
+                row["costs"] = [*(row["costs"] or []), {
+                    "stage": "embed", "backend": self._ref.execution, "model": self._ref.pin, "calls": texts,
+                    "tokens_in": 0, "tokens_out": 0, "device_seconds": seconds * texts / encoded}]
 
     def _want(self, todo: dict, texts: dict, item: dict, text: str, row: dict, counter: str) -> None:
         key = VectorCache.key(text)

@@ -196,8 +196,10 @@ def build_parser() -> argparse.ArgumentParser:
 # Commands that keep a memory for years: (command, module under jobs/, help). Each module has
 # `add_arguments(parser)` and `main(settings, args) -> exit status`.
 KEEPING = (
+    ("export", "export", "the memory's documents, claims, entities, facts and contradictions as Parquet or JSONL"),
     ("reembed", "reembed", "move every vector to another embedding model or execution, serving throughout"),
     ("check", "check", "inspect the memory's integrity; --repair fixes what is safe"),
+    ("costs", "costs", "tokens and device seconds per stage, model and run"),
 )
 
 

@@ -444,6 +444,16 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
                                   relations_closed=deletion.reconciled["retracted_relations"],
                                   observations_closed=deletion.reconciled["retracted_observations"])
 
+    from serve import cost_export
+    cost_rate = cost_export.OnePerSecond()
+
+    @app.get("/ops/cost-export/v1")
+    async def export_costs(cursor: Annotated[str | None, Query(max_length=200)] = None,
+                           limit: Annotated[int, Query(ge=1, le=500)] = 100) -> dict[str, Any]:
+        await cost_rate.admit()
+        async with conn() as c:
+            return await cost_export.page(c, deployment.deployment_id, cursor, limit)
+
     async def embed_pinned(text: str) -> Any:
         """For the SQL query space, whose runner opens its snapshot after embedding: the pin is
         read just before (a switch between the two that changed the dimension is refused by

@@ -13,6 +13,7 @@ from actors import onnx_embedder
 from actors.embedder import (
     DEFAULT_MODEL,
     Embed,
+    ModelRef,
     VectorCache,
     choose_execution,
     load_model,
@@ -134,6 +135,7 @@ def _row(doc: str, chunk_text: str, claims: list[str]) -> dict:
 def test_no_text_is_encoded_twice_in_a_run():
     embed = Embed.__new__(Embed)
     embed._model, embed._batch_size, embed._cache = _CountingModel(), 8, VectorCache(100)
+    embed._ref = ModelRef("counting", "", "torch")
     first = embed(records.to_table([_row("a", "Chunk A.", ["Joanna said that thanks, Nate!", "Chunk A."]),
                                     _row("b", "Chunk B.", ["Joanna said that thanks, Nate!"])]))
     second = embed(records.to_table([_row("c", "Chunk C.", ["Joanna said that thanks, Nate!"])]))

@@ -31,7 +31,7 @@ DOCS = {
 # Routes that hold no memory content (or only write): every other route must be asked below.
 CONTENT_FREE = {("GET", "/healthz"), ("GET", "/deployment"), ("GET", "/operations"), ("POST", "/ingest"),
                 ("DELETE", "/documents/{doc_id}"), ("GET", "/query/space"), ("GET", "/query/space/search"),
-                ("GET", "/query/saved"), ("GET", "/query/saved/{namespace}/{name}")}
+                ("GET", "/query/saved"), ("GET", "/query/saved/{namespace}/{name}"), ("GET", "/ops/cost-export/v1")}
 
 
 @pytest.fixture(scope="module")

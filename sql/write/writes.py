@@ -124,6 +124,15 @@ def copy_deduplicated(cur: psycopg.Cursor, table: str, columns: tuple[str, ...],
         psycopg.sql.Identifier(table), cols, cols, psycopg.sql.Identifier(staging)))
 
 
+def write_costs(cur: psycopg.Cursor, rows: list[dict[str, Any]]) -> None:
+    """The cost rows of `rows` (model calls of extraction, the embedder's seconds), by version."""
+    cur.executemany(
+        "INSERT INTO cost_ledger (version_id, stage, backend, model, calls, tokens_in, tokens_out,"
+        " device_seconds) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+        [(r["version_id"], c["stage"], c["backend"], c["model"], c["calls"], c["tokens_in"], c["tokens_out"],
+          c["device_seconds"]) for r in rows for c in r["costs"] or []])
+
+
 def write_claims(cur: psycopg.Cursor, rows: list[dict[str, Any]], extractor: str) -> None:
     """Claims (new ones; reused ones only as occurrences), ledger and cost rows of `rows`, each with
     `version_id`, `doc_id`, `source_modified_at`, `claims`, `ledger` and `costs`."""
@@ -145,11 +154,7 @@ def write_claims(cur: psycopg.Cursor, rows: list[dict[str, Any]], extractor: str
         (as_uuid(r["version_id"]), chunk_id(r, e), e["decision"], e["reason"], e["detail"], e["char_start"],
          e["char_end"], extractor)
         for r in rows for e in r["ledger"] or []))
-    cur.executemany(
-        "INSERT INTO cost_ledger (version_id, stage, backend, model, calls, tokens_in, tokens_out,"
-        " device_seconds) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-        [(r["version_id"], c["stage"], c["backend"], c["model"], c["calls"], c["tokens_in"], c["tokens_out"],
-          c["device_seconds"]) for r in rows for c in r["costs"] or []])
+    write_costs(cur, rows)
     versions = [as_uuid(r["version_id"]) for r in rows]
     reconcile.hold_for_events(cur)
     # A passage read again by another extractor version: the other version's claims from the
@@ -200,6 +205,8 @@ def write_finished(conn: psycopg.Connection, rows: list[dict[str, Any]], md_keys
             for r in rows for c in r["chunks"]))
         if extractor is not None:
             write_claims(cur, rows, extractor)
+        else:   # no claims yet, but the chunks' vectors were paid for
+            write_costs(cur, rows)
         for row in rows:
             cur.execute("UPDATE versions SET status = 'ready', error = NULL, parked_reason = NULL"
                         " WHERE version_id = %s", (row["version_id"],))
