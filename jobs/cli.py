@@ -196,6 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
 # Commands that keep a memory for years: (command, module under jobs/, help). Each module has
 # `add_arguments(parser)` and `main(settings, args) -> exit status`.
 KEEPING = (
+    ("backup", "backup", "a consistent backup of the memory (database and objects) to a folder or s3:// URI"),
+    ("restore", "restore", "restore a backup into an empty home or DSN, checking every object"),
     ("export", "export", "the memory's documents, claims, entities, facts and contradictions as Parquet or JSONL"),
     ("reembed", "reembed", "move every vector to another embedding model or execution, serving throughout"),
     ("check", "check", "inspect the memory's integrity; --repair fixes what is safe"),

@@ -48,10 +48,16 @@ def embedding_model(settings: Settings, dsn: str | None, *, gpu: bool = False):
     from sql.store import authority as store
 
     base = resolve_model(settings.embedding_model)
-    execution = choose_execution(settings.embedding_execution, pinned=store.pinned_model(dsn) if dsn else None,
-                                 gpu=gpu,
-                                 model_path=base.path)
-    return resolve_model(settings.embedding_model, execution, settings.model_cache)
+    pinned = store.pinned_model(dsn) if dsn else None
+    execution = choose_execution(settings.embedding_execution, pinned=pinned, gpu=gpu, model_path=base.path)
+    ref = resolve_model(settings.embedding_model, execution, settings.model_cache)
+    if pinned is not None and ref.pin != pinned:
+        # a question embedded by another model than the memory's would be compared with vectors of
+        # another space (after `corpusmem reembed` moved the memory, the setting must follow)
+        raise store.StoreError(
+            f"this memory's vectors come from embedding model {pinned!r}; refusing {ref.pin!r} from the settings. "
+            f"Set CORPUSMEM_EMBEDDING_MODEL={pinned.split('@')[0]} and CORPUSMEM_EMBEDDING_EXECUTION=auto")
+    return ref
 
 
 # What `ray job submit` hands its entrypoint: the job's metadata, with its submission id and name.
