@@ -200,6 +200,7 @@ KEEPING = (
     ("restore", "restore", "restore a backup into an empty home or DSN, checking every object"),
     ("export", "export", "the memory's documents, claims, entities, facts and contradictions as Parquet or JSONL"),
     ("reembed", "reembed", "move every vector to another embedding model or execution, serving throughout"),
+    ("entities", "entities_cli", "entity merge review: proposals, merge, unmerge, accept, reject"),
     ("check", "check", "inspect the memory's integrity; --repair fixes what is safe"),
     ("costs", "costs", "tokens and device seconds per stage, model and run"),
 )

@@ -148,7 +148,9 @@ class CitationPathRequest(_Body):
     max_hops: int = Field(default=6, ge=1, le=6)
 
 
-Embed = Callable[[str], Awaitable[Any]]
+# `embed(text)`: the question's vector for the pin the server started with; `embed(text, pin)`:
+# for another pin, once `corpusmem reembed` has switched it.
+Embed = Callable[..., Awaitable[Any]]
 
 
 def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI:
@@ -464,4 +466,6 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
         return await (embed(text) if pin == deployment.embedding_model else embed(text, pin))
 
     app.include_router(query_router(pools, deployment, embed_pinned))
+    from serve.identity_routes import identity_router   # merge review, under the write scope
+    app.include_router(identity_router(pools))
     return app

@@ -18,7 +18,7 @@ from serve.app import DeploymentInfo, build_app, open_pools
 pytestmark = pytest.mark.integration
 
 
-async def _embed(_text: str) -> list[float]:
+async def _embed(_text: str, _pin: str | None = None) -> list[float]:
     raise RuntimeError("no embedder in this test")
 
 

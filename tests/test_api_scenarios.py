@@ -65,7 +65,7 @@ def embed():
 
     model = load_model(runtime.embedding_model(load_settings({}), None), "cpu")
 
-    async def embed(text: str):
+    async def embed(text: str, _pin: str | None = None):
         return model.encode([text], normalize_embeddings=True)[0]
     return embed
 

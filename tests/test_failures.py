@@ -129,7 +129,7 @@ def _dropping_writer_connections(settings: Settings, limit: int) -> Iterator[lis
 def _app(settings: Settings):
     from serve.app import DeploymentInfo, build_app, open_pools
 
-    async def no_query_embedding(text: str):
+    async def no_query_embedding(text: str, _pin: str | None = None):
         raise RuntimeError("readiness needs no query vector")
 
     return build_app(open_pools(settings.dsn, general=1, retrieval=1, graph=1, sync=1),

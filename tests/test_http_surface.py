@@ -21,7 +21,7 @@ APP = "https://app.example.com"
 INFO = DeploymentInfo("00000000-0000-0000-0000-0000000000cc", "test", "all-MiniLM-L6-v2")
 
 
-async def _embed(text: str) -> np.ndarray:
+async def _embed(text: str, _pin: str | None = None) -> np.ndarray:
     return np.ones(384, dtype=np.float32)   # the model's dimension; these memories hold no vectors
 
 

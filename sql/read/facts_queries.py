@@ -39,20 +39,24 @@ def read(dsn: str, question: Callable[[Conn], Awaitable[T]]) -> T:
 
 async def find_entities(conn: Conn, name: str) -> list[tuple[str, str, str]]:
     """(entity_id, canonical_name, tier) for a name: exact alias (T0), else similar spelling (T1),
-    else similar sound (T2). Never picks among several: every candidate comes back."""
+    else similar sound (T2). Never picks among several: every candidate comes back. A spelling of
+    a merged-away entity names its survivor (`entity_spellings`, migration 0015)."""
     key = names.key(name)
     live = servable("entity", "e")
-    rows = await fetch(conn, "SELECT DISTINCT e.entity_id::text, e.canonical_name FROM entity_aliases a"
+    rows = await fetch(conn, "SELECT DISTINCT e.entity_id::text, e.canonical_name"
+                             " FROM memory_v1_private.entity_spellings a"
                              f" JOIN entities e USING (entity_id) WHERE a.alias_key = %s AND {live} ORDER BY 2, 1",
                        (key,))
     if rows:
         return [(r[0], r[1], "T0") for r in rows]
     rows = await fetch(conn, "SELECT e.entity_id::text, e.canonical_name, max(similarity(a.alias_key, %(k)s)) s"
-                             " FROM entity_aliases a JOIN entities e USING (entity_id) WHERE a.alias_key %% %(k)s"
+                             " FROM memory_v1_private.entity_spellings a JOIN entities e USING (entity_id)"
+                             " WHERE a.alias_key %% %(k)s"
                              f" AND {live} GROUP BY 1, 2 ORDER BY s DESC, 2, 1 LIMIT 10", {"k": key})
     if rows:
         return [(r[0], r[1], "T1") for r in rows]
-    rows = await fetch(conn, "SELECT DISTINCT e.entity_id::text, e.canonical_name FROM entity_aliases a"
+    rows = await fetch(conn, "SELECT DISTINCT e.entity_id::text, e.canonical_name"
+                             " FROM memory_v1_private.entity_spellings a"
                              f" JOIN entities e USING (entity_id) WHERE a.dm_codes && daitch_mokotoff(%s) AND {live}"
                              " ORDER BY 2, 1 LIMIT 10", (key,))
     return [(r[0], r[1], "T2") for r in rows]
