@@ -61,10 +61,16 @@ _EMBED_BATCH_DOCS = 128
 def _embedder_cpus(workers: int) -> float:
     """One CPU per embedder actor, unless more embedders were asked for than the cluster has
     free CPUs (after what the stages around them hold, and what a running read API holds):
-    then a fair share, so every actor starts."""
+    then a fair share, so every actor starts. Never more than the smallest node holds beside the
+    three database actors and one task: when a node is lost mid-import, the embedder that takes
+    its place must fit on a node that is left (on one-CPU nodes a whole-CPU embedder never fits
+    beside the writer, and the import would wait for ever)."""
     import ray
 
-    return min(1.0, max(0.1, (ray.available_resources().get("CPU", 1) - 0.75) / max(workers, 1)))
+    nodes = [n["Resources"].get("CPU", 0) for n in ray.nodes() if n.get("Alive") and n["Resources"].get("CPU", 0)]
+    beside = min(nodes, default=1.0) - 3 * _DB_ACTOR_CPUS - TASK_CPUS
+    fair = (ray.available_resources().get("CPU", 1) - 0.75) / max(workers, 1)
+    return max(0.1, min(1.0, beside, fair))
 
 
 @dataclass(frozen=True)
