@@ -2,14 +2,13 @@
 store a restore fills.
 
 It opens a folder or URI exactly as the object store does (it is one), and adds what copying needs
-that content-addressed writes do not: writing under a given key, streaming a large file in and
+that content-addressed writes do not: streaming a large file in and
 out while hashing it, and deleting what a failed backup or restore wrote.
 """
 
 from __future__ import annotations
 
 import hashlib
-import uuid
 from pathlib import Path
 
 from actors.object_store import ObjectStore
@@ -18,20 +17,6 @@ _BLOCK = 1 << 20
 
 
 class BackupArea(ObjectStore):
-    def write(self, key: str, data: bytes) -> None:
-        """Store `data` under `key`, replacing what was there."""
-        path = self._path(key)
-        if self._local:
-            self._fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-            # write-then-rename: a crash never leaves a torn file under a valid key
-            tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-            with self._fs.open_output_stream(tmp) as out:
-                out.write(data)
-            self._fs.move(tmp, path)
-        else:
-            with self._fs.open_output_stream(path) as out:
-                out.write(data)
-
     def upload(self, key: str, source: Path) -> tuple[str, int]:
         """Copy a local file under `key`; returns its (sha256 hex, size)."""
         digest, size = hashlib.sha256(), 0

@@ -49,6 +49,11 @@ class ObjectStore:
         key = content_key(kind, digest)
         if self.exists(key):
             return digest, key
+        self.write(key, data)
+        return digest, key
+
+    def write(self, key: str, data: bytes) -> None:
+        """Store `data` under `key`, replacing what was there."""
         path = self._path(key)
         if self._local:
             # an object store has no folders: on S3 this would cost four requests per object
@@ -61,7 +66,6 @@ class ObjectStore:
         else:
             with self._fs.open_output_stream(path) as out:
                 out.write(data)
-        return digest, key
 
     def get(self, key: str) -> bytes:
         with self._fs.open_input_stream(self._path(key)) as src:

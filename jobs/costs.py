@@ -10,6 +10,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from jobs import runtime
 from jobs.settings import Settings
 from sql.read import cost_queries
 from sql.store import authority as store
@@ -29,10 +30,9 @@ def since(text: str | None) -> datetime | None:
     if text is None:
         return None
     try:
-        value = datetime.fromisoformat(text)
+        return runtime.instant(text)
     except ValueError:
         raise CostsError(f"--since {text!r} is not a date or an instant (YYYY-MM-DD or ISO 8601)") from None
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
 def main(settings: Settings, args: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ from psycopg.types.string import TextLoader
 from tqdm import tqdm
 
 from actors.object_store import ObjectStore
+from jobs import runtime
 from jobs.settings import Settings
 from sql.read import export_queries as q
 from sql.store import authority as store
@@ -82,10 +83,9 @@ def instant(text: str | None) -> datetime | None:
     if text is None:
         return None
     try:
-        value = datetime.fromisoformat(text)
+        return runtime.instant(text)
     except ValueError:
         raise ExportError(f"--as-of {text!r} is not a date or an instant (YYYY-MM-DD or ISO 8601)") from None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,9 @@ mode, and deleting a document (every version) with the reconciliation that follo
 from __future__ import annotations
 
 import argparse
-from datetime import datetime, timezone
+from datetime import datetime
 
+from jobs import runtime
 from jobs.settings import Settings
 from serve.retrieval import facts as facts_retrieval
 from sql.read import claims_queries, facts_queries
@@ -26,10 +27,9 @@ def add_facts_arguments(p: argparse.ArgumentParser) -> None:
 def _instant(text: str) -> datetime:
     """A date or ISO instant from the command line; a bare date means its first instant, UTC."""
     try:
-        value = datetime.fromisoformat(text)
+        return runtime.instant(text)
     except ValueError as err:
         raise SystemExit(f"corpusmem facts: {text!r} is not a date (YYYY-MM-DD or ISO 8601)") from err
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
 def time_query(args: argparse.Namespace) -> facts_retrieval.TimeQuery:

@@ -10,6 +10,7 @@ import logging
 import os
 import subprocess
 import sys
+from datetime import datetime, timezone
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -39,6 +40,13 @@ def build_revision() -> str:
     except (OSError, subprocess.SubprocessError):
         return version
     return f"{version}+g{commit}"
+
+
+def instant(text: str) -> datetime:
+    """A date or an ISO 8601 instant given on the command line; one without an offset is UTC (a
+    bare date is its first instant). Raises ValueError for anything else."""
+    value = datetime.fromisoformat(text)
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
 def embedding_model(settings: Settings, dsn: str | None, *, gpu: bool = False):
