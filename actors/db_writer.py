@@ -197,6 +197,10 @@ class Write:
                 row.update(outcome=records.UNCHANGED, created=False)
 
 
+# The reason a version is dead-lettered with when its stored bytes cannot be read: the one failure
+# that the bytes coming back cures (`corpusmem check --repair` re-queues it then).
+UNREADABLE_BYTES = "stored bytes unreadable"
+
 REPORT_SCHEMA = pa.schema([
     ("item", pa.string()), ("source_ref", pa.string()), ("outcome", pa.string()),
     ("created", pa.bool_()), ("version_id", pa.string()), ("error_stage", pa.string()),
@@ -274,13 +278,13 @@ class LoadQueued:
             def on_retry(err: BaseException, version_id: str = version_id) -> None:
                 self._link.after(err)
                 _best_effort("a failed read attempt", lambda: writes.record_attempt(
-                    self._link.conn, [version_id], "convert", f"stored bytes unreadable: {describe(err)}",
+                    self._link.conn, [version_id], "convert", f"{UNREADABLE_BYTES}: {describe(err)}",
                     self._run_id))
 
             try:
                 row["content"] = with_retries(self._retry, partial(self._store.get, found["object_key"]), on_retry)
             except GaveUp as err:
-                records.fail(row, "convert", f"stored bytes unreadable: {err}", dead_letter=True)
+                records.fail(row, "convert", f"{UNREADABLE_BYTES}: {err}", dead_letter=True)
                 with_retries(self._retry, partial(self._dead_letter, row), self._link.after)
             rows.append(row)
         records.share_seconds(rows, "read", time.perf_counter() - started)

@@ -28,6 +28,7 @@ import psycopg
 import pyarrow as pa
 from tqdm import tqdm
 
+from actors.db_writer import UNREADABLE_BYTES
 from actors.object_store import ObjectStore
 from jobs.settings import Settings
 from sql.read import check_queries as q
@@ -36,9 +37,6 @@ from sql.store import runs
 from sql.write import ingest as ingest_sql
 from sql.write import reconcile
 
-# The reason `LoadQueued` (actors/db_writer.py) records when a version's stored bytes cannot be
-# read: the one failure that the bytes coming back cures.
-_UNREADABLE_BYTES = "stored bytes unreadable"
 _EXAMPLES = 5
 
 ERROR, WARNING = "error", "warning"
@@ -241,7 +239,7 @@ def _requeue(conn: psycopg.Connection, objects: ObjectStore) -> list[str]:
     """Versions that failed because their bytes could not be read, whose bytes are back: reopened
     as `corpusmem retry` reopens them (`ingest.reopen_versions`), for `corpusmem process` or a
     server's processor to take up."""
-    back = [v for v, key in q.requeueable_versions(conn, _UNREADABLE_BYTES) if objects.exists(key)]
+    back = [v for v, key in q.requeueable_versions(conn, UNREADABLE_BYTES) if objects.exists(key)]
     return ingest_sql.reopen_versions(conn, back) if back else []
 
 
