@@ -20,6 +20,7 @@ demo: install
 	$(VENV)/bin/corpusmem demo
 
 test: install
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q --durations=10
 
 bench: install

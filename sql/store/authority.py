@@ -13,11 +13,12 @@ import logging
 import uuid
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
+from typing import Protocol
 
 import psycopg
 from psycopg import sql
 
-from jobs.settings import Settings
 from sql.store import embedded
 
 _log = logging.getLogger(__name__)
@@ -51,7 +52,18 @@ class Deployment:
     embedding_dim: int
 
 
-def resolve_dsn(settings: Settings) -> str:
+class ServerSettings(Protocol):
+    """What choosing the server needs of `jobs.settings.Settings`; named here so that `sql/` does
+    not import the entry points' floor."""
+
+    @property
+    def dsn(self) -> str | None: ...
+
+    @property
+    def pg_dir(self) -> Path: ...
+
+
+def resolve_dsn(settings: ServerSettings) -> str:
     """The DSN to use: `CORPUSMEM_DSN` as given, else the embedded server (started if needed)."""
     if settings.dsn:
         return settings.dsn
@@ -237,7 +249,7 @@ class Store:
     deployment: Deployment
 
 
-def open_store(settings: Settings, *, embedding_model: str, embedding_dim: int,
+def open_store(settings: ServerSettings, *, embedding_model: str, embedding_dim: int,
                build_revision: str) -> Store:
     """Resolve the server, migrate, pin the deployment. Safe to call from many processes."""
     dsn = resolve_dsn(settings)
