@@ -109,7 +109,7 @@ def _import_example(admin_dsn: str, template_db: str, corpus: Path, root: Path, 
     object store under `root`: (database, settings, report). A failed import stops the session's
     tests here."""
     from sql.store import embedded
-    from tests.test_import import do_import
+    from tests.jobs.test_import import do_import
 
     name = _unique_name(prefix)
     embedded.ensure_database(admin_dsn, name, template=template_db)

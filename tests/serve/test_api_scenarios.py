@@ -21,8 +21,8 @@ from serve import admission
 from serve.app import DeploymentInfo, build_app, open_pools
 from serve.retrieval.fusion import CHANNEL_WEIGHTS
 from sql.write import reconcile
-from tests.test_facts import write
-from tests.test_import import do_import
+from tests.jobs.test_facts import write
+from tests.jobs.test_import import do_import
 
 pytestmark = pytest.mark.integration
 

@@ -29,11 +29,11 @@ from pipeline.documents.sources import SourceOptions, list_sources, read_item
 from serve.ingest import ingest as api_ingest
 from sql.store import authority as store
 from sql.store import runs
-from tests.test_failures import _wait_for
-from tests.test_import import do_import, rows
+from tests.jobs.test_failures import _wait_for
+from tests.jobs.test_import import do_import, rows
 
 pytestmark = pytest.mark.integration
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 _COUNTED = ("documents", "versions", "chunks", "claims", "entities", "facts", "fact_decisions")
 

@@ -1,5 +1,5 @@
 """A Ray cluster of a head and one worker node on this machine, one CPU each, for the multi-node
-tests: `python -m tests.ray_cluster` prints the cluster's address, the nodes' metrics export
+tests: `python -m tests.support.ray_cluster` prints the cluster's address, the nodes' metrics export
 ports and the dashboard's address as one JSON line, then obeys `remove-worker`, `add-worker` and `quit` lines on stdin.
 
 It runs in its own process because a test session's process already drives the session's

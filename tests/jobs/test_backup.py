@@ -25,7 +25,7 @@ from jobs.cli import build_parser
 from jobs.settings import Settings, load_settings
 from sql.query_space import query_manifest
 from sql.read import digest_queries
-from tests.test_import import do_import
+from tests.jobs.test_import import do_import
 
 pytestmark = pytest.mark.integration
 

@@ -18,8 +18,8 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from sql.query_space import query_catalog
-from tests.test_api_scenarios import _client, embed  # noqa: F401  (fixture)
-from tests.test_facts import write
+from tests.serve.test_api_scenarios import _client, embed  # noqa: F401  (fixture)
+from tests.jobs.test_facts import write
 
 pytestmark = pytest.mark.integration
 

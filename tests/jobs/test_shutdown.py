@@ -27,7 +27,7 @@ import psycopg
 import pytest
 
 pytestmark = pytest.mark.integration
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 STOP_S = 10.0
 START_S = 240.0
 

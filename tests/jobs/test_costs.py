@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from serve import cost_export
 from serve.app import DeploymentInfo, build_app, open_pools
-from tests.test_import import do_import
+from tests.jobs.test_import import do_import
 
 pytestmark = pytest.mark.integration
 

@@ -21,7 +21,7 @@ import pytest
 
 
 pytestmark = pytest.mark.integration
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _python312() -> str:
@@ -103,7 +103,7 @@ def served(pg_admin_dsn, example_import, ray_local, tmp_path_factory):
 def test_the_remember_client_works_against_corpusmem_serve(served, remember_python, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("REMEMBER_")}
     env["REMEMBER_CONFIG_DIR"] = str(tmp_path / "remember-config")  # no stored credentials
-    run = subprocess.run([remember_python, str(ROOT / "tests" / "remember_client.py"), served], env=env,
+    run = subprocess.run([remember_python, str(ROOT / "tests" / "support" / "remember_client.py"), served], env=env,
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout)

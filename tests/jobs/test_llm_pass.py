@@ -23,7 +23,7 @@ from jobs.import_corpus import ImportOptions, import_options, run_import
 from pipeline.claims import llm_io
 from pipeline.facts import normalize, normalize_llm
 from pipeline.documents.sources import SourceOptions
-from tests.test_import import rows
+from tests.jobs.test_import import rows
 
 pytestmark = pytest.mark.integration
 

@@ -24,9 +24,9 @@ from pipeline.documents.convert import NoRoute, convert
 from pipeline.documents.mime import mime_for
 from pipeline.documents.rebuild import MIME
 from pipeline.documents.vector_fields import FieldMap
-from tests import vector_stores as vs
-from tests.test_failures import _cli
-from tests.test_import import rows
+from tests.support import vector_stores as vs
+from tests.jobs.test_failures import _cli
+from tests.jobs.test_import import rows
 
 pytestmark = pytest.mark.integration
 

@@ -11,8 +11,8 @@ import pytest
 
 from serve.query_models import QueryResult
 from sql.query_space import query_manifest
-from tests.test_api import ROOT, remember_python, served  # noqa: F401  (fixtures)
-from tests.test_api_auth import api  # noqa: F401  (fixture)
+from tests.serve.test_api import ROOT, remember_python, served  # noqa: F401  (fixtures)
+from tests.serve.test_api_auth import api  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.integration
 
@@ -66,7 +66,7 @@ def test_space_is_the_manifest_and_statements_answer_200(reader):
 def test_the_remember_client_parses_every_query_route(served, remember_python, tmp_path):  # noqa: F811
     env = {k: v for k, v in os.environ.items() if not k.startswith("REMEMBER_")}
     env["REMEMBER_CONFIG_DIR"] = str(tmp_path / "remember-config")
-    run = subprocess.run([remember_python, str(ROOT / "tests" / "remember_query_client.py"), served], env=env,
+    run = subprocess.run([remember_python, str(ROOT / "tests" / "support" / "remember_query_client.py"), served], env=env,
                          capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout)

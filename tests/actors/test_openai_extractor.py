@@ -29,7 +29,7 @@ from pipeline.claims.extraction import (
     SelectionResult,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "llm"
 STANDUP = ROOT / "examples" / "team" / "2026-03-04-standup.md"
 TURN = re.compile(r"^\[(t\d+) \| ([^\]]+)\] (\w+): (.+)$", re.MULTILINE)

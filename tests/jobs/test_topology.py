@@ -12,7 +12,7 @@ import pytest
 
 from jobs.settings import Settings
 from sql.read import digest_queries
-from tests.test_import import do_import
+from tests.jobs.test_import import do_import
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""corpusmem on a Ray cluster of two nodes on this machine (`tests/ray_cluster.py`): the authority
+"""corpusmem on a Ray cluster of two nodes on this machine (`tests/support/ray_cluster.py`): the authority
 from `corpusmem db serve`, the objects in an S3-compatible server (moto's, over HTTP), imports
 that end with the rows of a single-node import, a worker node lost in the middle of one, and
 corpusmem's metrics on the nodes' export ports."""
@@ -65,7 +65,7 @@ def s3_store() -> str:
 def served(tmp_path_factory) -> str:
     """`corpusmem db serve` on a free port: its DSN, from its first line of output."""
     home = tmp_path_factory.mktemp("served-home")
-    from tests.ray_cluster import free_port
+    from tests.support.ray_cluster import free_port
 
     proc = subprocess.Popen([*CORPUSMEM, "db", "serve", "--host", "127.0.0.1", "--port", str(free_port())],
                             env=_env(CORPUSMEM_HOME=str(home)), cwd=PROJECT_ROOT, text=True,
@@ -79,7 +79,7 @@ def served(tmp_path_factory) -> str:
 
 class RayCluster:
     def __init__(self):
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.ray_cluster"], env=_env(), cwd=PROJECT_ROOT,
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.support.ray_cluster"], env=_env(), cwd=PROJECT_ROOT,
                                      text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         hello = json.loads(self.proc.stdout.readline())
         self.address, self.metrics_ports, self.dashboard = hello["address"], hello["metrics_ports"], hello["dashboard"]
@@ -219,8 +219,8 @@ def test_the_read_api_on_the_cluster_serves_the_shared_authority_and_counts_its_
     by operation (`ray.serve.metrics`) on the nodes' export ports."""
     import httpx
 
-    from tests.ray_cluster import free_port
-    from tests.test_api import wait_until_serving
+    from tests.support.ray_cluster import free_port
+    from tests.serve.test_api import wait_until_serving
 
     dsn = _database(served, "cluster_import")   # the memory the two-node import made
     port = free_port()

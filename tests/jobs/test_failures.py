@@ -27,8 +27,8 @@ from actors.object_store import ObjectStore
 from jobs import process, status
 from jobs.settings import Settings
 from serve.ingest import ingest as api_ingest
-from tests.test_api import remember_python  # noqa: F401  (the session's venv with the real client)
-from tests.test_import import do_import, rows
+from tests.serve.test_api import remember_python  # noqa: F401  (the session's venv with the real client)
+from tests.jobs.test_import import do_import, rows
 
 pytestmark = pytest.mark.integration
 

@@ -21,7 +21,7 @@ from actors.openai_normalizer import OpenAINormalizer
 from actors.retries import GaveUp, RetryPolicy
 from pipeline.facts import normalize, normalize_llm
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "llm"
 MODEL = "test-model-8b"
 # The import's own retry rule, with waits short enough for a test.
