@@ -37,7 +37,7 @@ from jobs.settings import Settings
 from pipeline import records
 from pipeline.documents import stages
 from pipeline.documents.convert import ROUTES
-from pipeline.documents.sources import SourceOptions, list_sources
+from pipeline.documents.walk import SourceOptions, list_sources
 from sql.store import authority as store
 from sql.store import runs
 from sql.write import ingest as ingest_sql
@@ -45,7 +45,7 @@ from sql.write import ingest as ingest_sql
 if TYPE_CHECKING:
     from jobs import extract_llm
 
-# The columns of `pipeline.documents.sources.SourceItem`.
+# The columns of `pipeline.documents.walk.SourceItem`.
 _ITEM_SCHEMA = pa.schema([("item", pa.string()), ("path", pa.string()), ("source_ref", pa.string()),
                           ("size", pa.int64()), ("mtime", records.UTC_TS), ("error", pa.string())])
 
@@ -452,7 +452,7 @@ def import_options(settings: Settings, paths: tuple[str, ...], *, extractor: str
     same backend. `source` and `run` are the entry point's own `SourceOptions` and
     `ImportOptions` fields."""
     return ImportOptions(
-        paths=tuple(paths), source=SourceOptions.from_settings(settings, **(source or {})),
+        paths=tuple(paths), source=settings.source_options(**(source or {})),
         extractor=ExtractorConfig(backend=extractor or settings.extractor, llm_model=settings.llm_model,
                                   llm_base_url=settings.llm_base_url),
         **run)

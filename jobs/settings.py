@@ -10,8 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+if TYPE_CHECKING:
+    from pipeline.documents.walk import SourceOptions
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,20 @@ class Settings(BaseModel):
     def embed_batch(self, gpu: bool) -> int:
         """CORPUSMEM_EMBED_BATCH_SIZE, with 0 decided by where the model runs."""
         return self.embed_batch_size or (256 if gpu else 32)
+
+    def source_options(self, **kw: Any) -> SourceOptions:
+        """Source options whose byte and member caps are these settings; `kw` sets the rest."""
+        # Imported here, not at the top: every `corpusmem` command reads its settings, and the
+        # source reader pulls in pyarrow, which most commands never need.
+        from pipeline.documents.walk import SourceOptions
+
+        caps = {
+            "max_file_bytes": self.max_file_bytes,
+            "archive_max_bytes": self.archive_max_bytes,
+            "archive_max_ratio": self.archive_max_ratio,
+            "archive_max_members": self.archive_max_members,
+        }
+        return SourceOptions(**{**caps, **kw})
 
     @property
     def object_store_uri(self) -> str:

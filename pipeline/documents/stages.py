@@ -19,7 +19,7 @@ from pipeline.documents import blocks as blocks_mod
 from pipeline.documents.chunk import build_chunks
 from pipeline.documents.convert import ConversionError, NoRoute
 from pipeline.documents.convert import convert as convert_bytes
-from pipeline.documents.sources import SourceOptions, read_item
+from pipeline.documents.walk import SourceOptions, read_item
 from pipeline.documents.structure import build_sections
 
 Row = dict[str, Any]

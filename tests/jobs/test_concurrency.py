@@ -25,7 +25,7 @@ from jobs.import_corpus import _ITEM_SCHEMA
 from jobs.settings import Settings
 from pipeline.documents import stages
 from pipeline.documents.convert import ROUTES
-from pipeline.documents.sources import SourceOptions, list_sources, read_item
+from pipeline.documents.walk import list_sources, read_item
 from serve.ingest import ingest as api_ingest
 from sql.store import authority as store
 from sql.store import runs
@@ -54,7 +54,7 @@ def test_landing_a_write_batch_twice_changes_nothing(memory, tmp_path):
                                  build_revision="test")
     with psycopg.connect(authority.dsn) as conn:
         run_id = runs.start_run(conn, [str(corpus)], {})
-    options = SourceOptions.from_settings(memory)
+    options = memory.source_options()
     batch = stages.read(pa.Table.from_pylist(list(list_sources([str(corpus)], options)), schema=_ITEM_SCHEMA),
                         options)
     batch = Ingest(authority.dsn, memory.object_store_uri, run_id, tuple(ROUTES))(batch)
@@ -82,7 +82,7 @@ def test_landing_a_write_batch_twice_changes_nothing(memory, tmp_path):
 def _queue_as_the_api_does(settings: Settings, path: Path) -> str:
     """`POST /ingest` of a file with the identity an import gives it (source_kind, source_ref,
     title, said-on time), so either may process it."""
-    options = SourceOptions.from_settings(settings, modified_at_from="path")
+    options = settings.source_options(modified_at_from="path")
     [item] = list(list_sources([str(path)], options))
     [row] = read_item(item, options)
     with psycopg.connect(settings.dsn, autocommit=True) as conn:

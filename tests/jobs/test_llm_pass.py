@@ -22,7 +22,6 @@ from jobs.extract_llm import LlmPass
 from jobs.import_corpus import ImportOptions, import_options, run_import
 from pipeline.claims import llm_io
 from pipeline.facts import normalize, normalize_llm
-from pipeline.documents.sources import SourceOptions
 from tests.jobs.test_import import rows
 
 pytestmark = pytest.mark.integration
@@ -194,7 +193,7 @@ def test_the_vllm_extractor_refuses_clearly_before_anything_is_written(memory, r
     corpus = tmp_path / "c"
     corpus.mkdir()
     (corpus / "a.md").write_text("# A\n\nRavi leads billing.\n")
-    options = ImportOptions(paths=(str(corpus),), source=SourceOptions.from_settings(memory), progress=False,
+    options = ImportOptions(paths=(str(corpus),), source=memory.source_options(), progress=False,
                             extractor=ExtractorConfig(backend="vllm"))
     with pytest.raises(ModelNotFound, match="CORPUSMEM_LLM_MODEL"):
         run_import(options, memory)

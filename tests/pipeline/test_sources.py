@@ -17,17 +17,11 @@ from typing import Any
 
 import pytest
 
-from jobs.settings import load_settings
 from pipeline import records
-from pipeline.documents import sources
+from pipeline.documents import walk
+from pipeline.documents.archives import expand_archive, is_archive
 from pipeline.documents.mime import mime_for
-from pipeline.documents.sources import (
-    SourceOptions,
-    expand_archive,
-    is_archive,
-    list_sources,
-    read_item,
-)
+from pipeline.documents.walk import SourceOptions, list_sources, read_item
 
 Row = dict[str, Any]
 
@@ -216,18 +210,10 @@ def test_oversize_file_is_refused_without_reading(monkeypatch: pytest.MonkeyPatc
     def never(path: str) -> None:
         raise AssertionError(f"{path} was opened")
 
-    monkeypatch.setattr(sources, "_open_no_follow", never)
+    monkeypatch.setattr(walk, "_open_no_follow", never)
     rows = read("big.bin")
     assert refused(rows) == {"big.bin": "file is 70000000 bytes, over CORPUSMEM_MAX_FILE_BYTES=67108864"}
     assert rows[0]["content"] is None
-
-
-def test_max_file_bytes_comes_from_settings() -> None:
-    write("a.md", b"x" * 11)
-    options = SourceOptions.from_settings(load_settings({"CORPUSMEM_MAX_FILE_BYTES": "10"}), living=True)
-    assert options.max_file_bytes == 10 and options.living
-    rows = read_item(dict(next(list_sources(["a.md"], options))), options)
-    assert refused(rows) == {"a.md": "file is 11 bytes, over CORPUSMEM_MAX_FILE_BYTES=10"}
 
 
 def test_empty_file_passes_through() -> None:
