@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pydantic
 import pytest
@@ -28,10 +23,11 @@ from pipeline.claims.extraction import (
     Selected,
     SelectionResult,
 )
+from tests.support import fake_openai, paths
+from tests.support.fake_openai import FakeServer, Reply
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests" / "fixtures" / "llm"
-STANDUP = ROOT / "examples" / "team" / "2026-03-04-standup.md"
+FIXTURES = paths.FIXTURES / "llm"
+STANDUP = paths.EXAMPLES / "2026-03-04-standup.md"
 TURN = re.compile(r"^\[(t\d+) \| ([^\]]+)\] (\w+): (.+)$", re.MULTILINE)
 MODEL = "test-model-8b"
 # The import's own retry rule, with waits short enough for a test.
@@ -85,71 +81,14 @@ def completion(request: dict, answer: str, finish_reason: str = "stop") -> dict:
             "usage": usage_for(request, answer)}
 
 
-# A reply: (status, headers, body bytes).
-Reply = tuple[int, dict[str, str], bytes]
-
-
 def ok(request: dict) -> Reply:
     return 200, {"Content-Type": "application/json"}, json.dumps(completion(request, answer_for(request))).encode()
 
 
-@dataclass
-class FakeServer:
-    """Records every request; `script` holds one-off replies used in order before `default`."""
-
-    base_url: str = ""
-    requests: list[dict] = field(default_factory=list)
-    script: list[Callable[[dict], Reply]] = field(default_factory=list)
-    default: Callable[[dict], Reply] = ok
-    delay_s: float = 0.0
-    in_flight: int = 0
-    max_in_flight: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def handle(self, path: str, body: bytes) -> Reply:
-        if path != "/v1/chat/completions":
-            return 404, {}, b"{}"
-        request = json.loads(body)
-        with self.lock:
-            self.requests.append(request)
-            reply = self.script.pop(0) if self.script else self.default
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        try:
-            time.sleep(self.delay_s)
-            return reply(request)
-        finally:
-            with self.lock:
-                self.in_flight -= 1
-
-
 @pytest.fixture
 def server() -> Iterator[FakeServer]:
-    fake = FakeServer()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            status, headers, payload = fake.handle(self.path, body)
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                self.wfile.write(payload)   # the client may have given up first (the timeout test)
-
-        def log_message(self, *args) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    fake.base_url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    yield fake
-    httpd.shutdown()
-    httpd.server_close()
+    with fake_openai.serving(FakeServer(default=ok)) as fake:
+        yield fake
 
 
 def extractor(server: FakeServer, retry: RetryPolicy = FAST, **overrides) -> OpenAIExtractor:

@@ -3,16 +3,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-import threading
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
@@ -20,25 +13,13 @@ from actors.openai_extractor import OpenAIExtractorConfig
 from actors.openai_normalizer import OpenAINormalizer
 from actors.retries import GaveUp, RetryPolicy
 from pipeline.facts import normalize, normalize_llm
+from tests.support import fake_openai
+from tests.support.fake_openai import JSON, FakeServer, Reply
+from tests.support.recorded_normalize import SAID, TEXTS, TOPIC, content, recorded
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests" / "fixtures" / "llm"
 MODEL = "test-model-8b"
 # The import's own retry rule, with waits short enough for a test.
 FAST = RetryPolicy(attempts=3, backoff_s=0.01, backoff_max_s=0.05)
-SAID = datetime(2026, 6, 12, 14, tzinfo=UTC)
-TOPIC = "billing migration"
-TEXTS = [
-    ("Ravi moved from the billing migration to the search team on 1 June.", False),
-    ("The cutover is on June 15.", False),
-    ("Dana believes the June date is too tight.", True),
-    ("Priya and Marco work on the invoice rewrite.", False),
-    ("Dana Kim sponsors the invoice rewrite.", False),
-    ("He reviews every schema change.", False),
-    ("Ravi is the on-call engineer for billing incidents.", False),
-    ("The launch moves to October.", False),
-    ("Northwind Health employs Kenji as a data engineer.", False),
-]
 LABEL = re.compile(r"^\[(C\d+)\] ", re.MULTILINE)
 
 
@@ -47,18 +28,6 @@ def claims(texts: list[tuple[str, bool]] = TEXTS) -> list[dict]:
              "asserted_at": SAID, "valid_from": None, "valid_until": None, "precision": "unknown", "kind": None,
              "title": "Billing migration retro", "opening": "# Billing migration retro\n\nNotes."}
             for i, (text, attributed) in enumerate(texts, start=1)]
-
-
-def recorded(name: str) -> dict:
-    return json.loads((FIXTURES / f"normalize_{name}.json").read_text(encoding="utf-8"))
-
-
-def content(name: str) -> str:
-    return recorded(name)["choices"][0]["message"]["content"]
-
-
-Reply = tuple[int, dict[str, str], bytes]
-JSON = {"Content-Type": "application/json"}
 
 
 def replay(name: str) -> Callable[[dict], Reply]:
@@ -83,61 +52,10 @@ def down(request: dict) -> Reply:
     return 500, {**JSON, "retry-after-ms": "1"}, b'{"error": {"message": "engine died"}}'
 
 
-@dataclass
-class FakeServer:
-    base_url: str = ""
-    requests: list[dict] = field(default_factory=list)
-    script: list[Callable[[dict], Reply]] = field(default_factory=list)
-    default: Callable[[dict], Reply] = good
-    delay_s: float = 0.0
-    in_flight: int = 0
-    max_in_flight: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def handle(self, path: str, body: bytes) -> Reply:
-        if path != "/v1/chat/completions":
-            return 404, {}, b"{}"
-        request = json.loads(body)
-        with self.lock:
-            self.requests.append(request)
-            reply = self.script.pop(0) if self.script else self.default
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        try:
-            time.sleep(self.delay_s)
-            return reply(request)
-        finally:
-            with self.lock:
-                self.in_flight -= 1
-
-
 @pytest.fixture
 def server() -> Iterator[FakeServer]:
-    fake = FakeServer()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            status, headers, payload = fake.handle(self.path, body)
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                self.wfile.write(payload)
-
-        def log_message(self, *args) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    fake.base_url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    yield fake
-    httpd.shutdown()
-    httpd.server_close()
+    with fake_openai.serving(FakeServer(default=good)) as fake:
+        yield fake
 
 
 def normalizer(server: FakeServer, retry: RetryPolicy = FAST, **overrides) -> OpenAINormalizer:

@@ -25,7 +25,7 @@ from jobs.cli import build_parser
 from jobs.settings import Settings, load_settings
 from sql.query_space import query_manifest
 from sql.read import digest_queries
-from tests.jobs.test_import import do_import
+from tests.support.memory import do_import
 
 pytestmark = pytest.mark.integration
 
@@ -81,11 +81,11 @@ def assert_objects_verified(settings: Settings) -> int:
 def empty_target(pg_admin_dsn: str, tmp_path: Path) -> Settings:
     """An empty database (not even migrated) and an empty object-store folder to restore into."""
     from sql.store import embedded
-    from tests.conftest import _dsn_for, _unique_name
+    from tests.support.memory import dsn_for, unique_name
 
-    name = _unique_name("cm_restore")
+    name = unique_name("cm_restore")
     embedded.ensure_database(pg_admin_dsn, name)
-    return load_settings({}, home=tmp_path / "target-home", dsn=_dsn_for(pg_admin_dsn, name),
+    return load_settings({}, home=tmp_path / "target-home", dsn=dsn_for(pg_admin_dsn, name),
                          object_store=str(tmp_path / "target-objects"))
 
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from jobs.bench import imports
-from tests.jobs.test_bench_recall import CONVERSATION
+from tests.support.locomo import CONVERSATION
 
 
 def test_the_floor_cuts_each_document_into_pieces_of_its_own(tmp_path: Path):

@@ -17,6 +17,7 @@ from actors.object_store import ObjectStore
 from jobs import check, process
 from jobs.settings import Settings
 from serve.ingest import ingest as api_ingest
+from tests.support.cli import corpusmem
 
 pytestmark = pytest.mark.integration
 
@@ -24,16 +25,10 @@ _DEPLOYMENT = "00000000-0000-0000-0000-0000000000cc"
 _NOTE = b"# Billing notes\n\nDana Kim leads the billing migration.\n"
 
 
-def _cli(settings: Settings, monkeypatch, capsys, *argv: str) -> tuple[int, str, str]:
+def _check(settings: Settings, monkeypatch, capsys, *argv: str) -> tuple[int, str, str]:
     """`corpusmem check ARGV...` in this process with this memory's settings: (exit, out, err)."""
-    from jobs import cli
-
-    for env, value in (("CORPUSMEM_DSN", settings.dsn), ("CORPUSMEM_OBJECT_STORE", settings.object_store_uri),
-                       ("CORPUSMEM_HOME", str(settings.home)),
-                       ("CORPUSMEM_RETRY_ATTEMPTS", str(settings.retry_attempts))):
-        monkeypatch.setenv(env, value)
     capsys.readouterr()
-    status = cli.main(["check", "--no-progress", *argv])
+    status = corpusmem(settings, monkeypatch, "check", "--no-progress", *argv)
     out, err = capsys.readouterr()
     return status, out, err
 
@@ -105,12 +100,12 @@ FAULTS = {"deleted object": _remove_an_object, "vector of another dimension": _r
 
 
 def test_a_clean_memory_passes(example_memory, monkeypatch, capsys):
-    status, out, err = _cli(example_memory, monkeypatch, capsys)
+    status, out, err = _check(example_memory, monkeypatch, capsys)
     assert status == 0, out
     assert "ok: no integrity problem found" in out and _named(out) == {}
     assert "extract_claims           succeeded" in out   # the per-stage counts of `corpusmem status`
 
-    status, out, _ = _cli(example_memory, monkeypatch, capsys, "--json")
+    status, out, _ = _check(example_memory, monkeypatch, capsys, "--json")
     report = json.loads(out)
     assert status == 0 and report["ok"] is True
     assert list(report["findings"]) == [key for key, *_ in check.FINDINGS]   # every key, always
@@ -123,14 +118,14 @@ def test_a_clean_memory_passes(example_memory, monkeypatch, capsys):
 def test_check_names_each_injected_fault(example_memory_copy, monkeypatch, capsys, fault):
     expected = FAULTS[fault](example_memory_copy)
 
-    status, out, _ = _cli(example_memory_copy, monkeypatch, capsys)
+    status, out, _ = _check(example_memory_copy, monkeypatch, capsys)
     assert status == 1 and "not ok" in out
     named = _named(out)
     assert set(named) == set(expected), out
     for key, example in expected.items():
         assert example in named[key], named[key]
 
-    status, out, _ = _cli(example_memory_copy, monkeypatch, capsys, "--json")
+    status, out, _ = _check(example_memory_copy, monkeypatch, capsys, "--json")
     report = json.loads(out)
     assert status == 1 and report["ok"] is False
     found = _found(report)
@@ -165,13 +160,13 @@ def test_repair_fixes_what_is_safe_and_requeues_the_version_whose_bytes_came_bac
     _invalidate_an_index(settings)
     (store / "raw" / "left-by-a-crash.tmp").write_bytes(b"half an object")
 
-    status, out, _ = _cli(settings, monkeypatch, capsys)
+    status, out, _ = _check(settings, monkeypatch, capsys)
     assert status == 1
     assert set(_named(out)) == {"work_dead_letter", "currency_mismatch", "evidence_count_mismatch",
                                 "indexes_missing", "indexes_invalid", "objects_unreferenced"}
     assert version in _named(out)["work_dead_letter"]
 
-    status, out, _ = _cli(settings, monkeypatch, capsys, "--repair", "--json")
+    status, out, _ = _check(settings, monkeypatch, capsys, "--repair", "--json")
     report = json.loads(out)
     assert status == 0 and report["ok"] is True, report
     done = report["repair"]["done"]
@@ -195,7 +190,7 @@ def test_repair_fixes_what_is_safe_and_requeues_the_version_whose_bytes_came_bac
                 version) == [("pending",)]
     assert process.process_once(settings) == 1
     assert _sql(settings, "SELECT status FROM versions WHERE version_id = %s", version) == [("ready",)]
-    status, out, _ = _cli(settings, monkeypatch, capsys)
+    status, out, _ = _check(settings, monkeypatch, capsys)
     assert status == 0 and set(_named(out)) == {"objects_unreferenced"}
 
 
@@ -203,7 +198,7 @@ def test_repair_leaves_vectors_of_another_dimension_and_missing_objects(example_
     expected = _restore_a_vector_of_another_dimension(example_memory_copy) | _remove_an_object(example_memory_copy)
     vectors = _sql(example_memory_copy, "SELECT claim_id, embedding::text FROM claims ORDER BY 1")
 
-    status, out, _ = _cli(example_memory_copy, monkeypatch, capsys, "--repair", "--json")
+    status, out, _ = _check(example_memory_copy, monkeypatch, capsys, "--repair", "--json")
     report = json.loads(out)
     assert status == 1 and set(_found(report)) == set(expected)
     assert any("another dimension" in why for why in report["repair"]["done"]["refused"])
@@ -214,6 +209,6 @@ def test_an_object_store_that_cannot_be_listed_is_a_clear_error(example_memory_c
     not_a_folder = tmp_path / "objects.txt"
     not_a_folder.write_text("not an object store")
     settings = example_memory_copy.model_copy(update={"object_store": str(not_a_folder)})
-    status, out, err = _cli(settings, monkeypatch, capsys, "--repair")
+    status, out, err = _check(settings, monkeypatch, capsys, "--repair")
     assert status == 2 and out == ""
     assert err.startswith("corpusmem check: cannot list the object store") and "CORPUSMEM_OBJECT_STORE" in err

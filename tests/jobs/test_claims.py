@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jobs import claims_cli
-from tests.jobs.test_import import do_import, rows
+from tests.support.memory import do_import, rows
 
 pytestmark = pytest.mark.integration
 

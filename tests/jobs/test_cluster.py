@@ -65,7 +65,7 @@ def s3_store() -> str:
 def served(tmp_path_factory) -> str:
     """`corpusmem db serve` on a free port: its DSN, from its first line of output."""
     home = tmp_path_factory.mktemp("served-home")
-    from tests.support.ray_cluster import free_port
+    from tests.support.ports import free_port
 
     proc = subprocess.Popen([*CORPUSMEM, "db", "serve", "--host", "127.0.0.1", "--port", str(free_port())],
                             env=_env(CORPUSMEM_HOME=str(home)), cwd=PROJECT_ROOT, text=True,
@@ -219,8 +219,8 @@ def test_the_read_api_on_the_cluster_serves_the_shared_authority_and_counts_its_
     by operation (`ray.serve.metrics`) on the nodes' export ports."""
     import httpx
 
-    from tests.support.ray_cluster import free_port
-    from tests.serve.test_api import wait_until_serving
+    from tests.support.ports import free_port
+    from tests.support.waiting import wait_until_serving
 
     dsn = _database(served, "cluster_import")   # the memory the two-node import made
     port = free_port()

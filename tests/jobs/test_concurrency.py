@@ -21,7 +21,7 @@ from actors.embedder import Embed, model_dimension
 from actors.extractor import Extract, ExtractorConfig, build_extractor
 from actors.object_store import ObjectStore
 from jobs import process, runtime
-from jobs.import_corpus import _ITEM_SCHEMA
+from jobs.sources import ITEM_SCHEMA
 from jobs.settings import Settings
 from pipeline.documents import stages
 from pipeline.documents.convert import ROUTES
@@ -29,11 +29,11 @@ from pipeline.documents.walk import list_sources, read_item
 from serve.ingest import ingest as api_ingest
 from sql.store import authority as store
 from sql.store import runs
-from tests.jobs.test_failures import _wait_for
-from tests.jobs.test_import import do_import, rows
+from tests.support.memory import do_import, rows
+from tests.support.paths import ROOT
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
-ROOT = Path(__file__).resolve().parents[2]
 
 _COUNTED = ("documents", "versions", "chunks", "claims", "entities", "facts", "fact_decisions")
 
@@ -55,7 +55,7 @@ def test_landing_a_write_batch_twice_changes_nothing(memory, tmp_path):
     with psycopg.connect(authority.dsn) as conn:
         run_id = runs.start_run(conn, [str(corpus)], {})
     options = memory.source_options()
-    batch = stages.read(pa.Table.from_pylist(list(list_sources([str(corpus)], options)), schema=_ITEM_SCHEMA),
+    batch = stages.read(pa.Table.from_pylist(list(list_sources([str(corpus)], options)), schema=ITEM_SCHEMA),
                         options)
     batch = Ingest(authority.dsn, memory.object_store_uri, run_id, tuple(ROUTES))(batch)
     batch = stages.convert(batch)
@@ -116,10 +116,10 @@ def test_two_imports_and_a_processor_end_with_the_rows_of_one_import(memory, ray
     stop = threading.Event()
     processor = threading.Thread(target=process.drain, args=(memory, stop), kwargs={"interval_s": 0.5})
     try:
-        _wait_for(lambda: rows(memory, "SELECT count(*) FROM import_runs WHERE status = 'running'")[0][0] == 2,
+        wait_for(lambda: rows(memory, "SELECT count(*) FROM import_runs WHERE status = 'running'")[0][0] == 2,
                   300, "both imports to start")
         processor.start()
-        _wait_for(lambda: rows(memory, "SELECT count(*) FROM stage_work w JOIN import_runs r ON r.run_id = w.owner_run"
+        wait_for(lambda: rows(memory, "SELECT count(*) FROM stage_work w JOIN import_runs r ON r.run_id = w.owner_run"
                                        " WHERE w.stage = 'convert' AND r.sources = '[\"queued\"]'")[0][0] == 2,
                   300, "the processor to claim the queued versions")
         gate.rollback()
@@ -192,7 +192,7 @@ def test_two_facts_phases_at_once_decide_each_mention_and_assertion_once(example
     try:
         for t in threads:
             t.start()
-        _wait_for(lambda: rows(memory, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        wait_for(lambda: rows(memory, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
                                        " AND wait_event_type = 'Lock'")[0][0] == 2,
                   300, "both phases' deciders to reach the first entity")
     finally:

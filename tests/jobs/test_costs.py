@@ -16,21 +16,14 @@ from fastapi.testclient import TestClient
 
 from serve import cost_export
 from serve.app import DeploymentInfo, build_app, open_pools
-from tests.jobs.test_import import do_import
+from tests.support.apps import no_embedder
+from tests.support.cli import corpusmem
+from tests.support.memory import do_import
 
 pytestmark = pytest.mark.integration
 
 READ, WRITE = "read-secret-for-the-cost-tests", "write-secret-for-the-cost-tests"
 DEPLOYMENT = "00000000-0000-0000-0000-0000000000cc"
-
-
-def _cli(settings, monkeypatch, *argv: str) -> int:
-    from jobs import cli
-
-    for env, value in (("CORPUSMEM_DSN", settings.dsn), ("CORPUSMEM_OBJECT_STORE", settings.object_store_uri),
-                       ("CORPUSMEM_HOME", str(settings.home))):
-        monkeypatch.setenv(env, value)
-    return cli.main(["costs", *argv])
 
 
 def _ledger(dsn: str, where: str = "true", *params: Any) -> dict[tuple[str, str, str], list[float]]:
@@ -57,12 +50,9 @@ def api(example_memory_copy):
     credentials = tuple((hashlib.sha256(secret.encode()).hexdigest(), scope)
                         for secret, scope in ((READ, "read"), (WRITE, "write")))
 
-    async def no_model(text: str, *_: Any):
-        raise AssertionError("the cost export embeds nothing")
-
     info = DeploymentInfo(DEPLOYMENT, "test", "all-MiniLM-L6-v2", example_memory_copy.object_store_uri, 1 << 20,
                           credentials)
-    with TestClient(build_app(pools, info, no_model)) as client:
+    with TestClient(build_app(pools, info, no_embedder)) as client:
         yield client
 
 
@@ -83,7 +73,7 @@ def test_costs_and_the_cost_export_agree_with_the_ledger(example_memory_copy, ap
     assert embed[2] == pin and 0 < ledger[embed][0] <= 11 and ledger[embed][1] > 0 and ledger[embed][4] > 0
 
     out = tmp_path / "costs.csv"
-    assert _cli(settings, monkeypatch, "--csv", str(out)) == 0
+    assert corpusmem(settings, monkeypatch, "costs", "--csv", str(out)) == 0
     shown = capsys.readouterr().out
     assert f"{run[:8]}" in shown and "embed" in shown and pin[-32:] in shown
     frame = pd.read_csv(out)
@@ -145,19 +135,19 @@ def test_since_filters_and_a_bad_since_is_refused(example_memory_copy, tmp_path,
         conn.execute("UPDATE cost_ledger SET occurred_at = '2026-03-01T12:00:00Z'::timestamptz"
                      " + (cost_id % 2) * interval '1 day'")
     out = tmp_path / "since.csv"
-    assert _cli(settings, monkeypatch, "--since", "2026-03-02", "--csv", str(out)) == 0
+    assert corpusmem(settings, monkeypatch, "costs", "--since", "2026-03-02", "--csv", str(out)) == 0
     later = _ledger(settings.dsn, "occurred_at >= '2026-03-02T00:00:00Z'")
     assert later and later != _ledger(settings.dsn)
     assert _same(_csv(out), later)
     capsys.readouterr()
 
-    assert _cli(settings, monkeypatch, "--since", "2026-03-02T12:00:01+00:00") == 0
+    assert corpusmem(settings, monkeypatch, "costs", "--since", "2026-03-02T12:00:01+00:00") == 0
     assert "no costs recorded since 2026-03-02T12:00:01+00:00" in capsys.readouterr().out
 
-    assert _cli(settings, monkeypatch, "--since", "yesterday", "--csv", str(tmp_path / "no.csv")) == 2
+    assert corpusmem(settings, monkeypatch, "costs", "--since", "yesterday", "--csv", str(tmp_path / "no.csv")) == 2
     assert "corpusmem costs: --since 'yesterday' is not a date" in capsys.readouterr().err
     assert not (tmp_path / "no.csv").exists()
-    assert _cli(settings, monkeypatch, "--csv", str(tmp_path / "missing" / "c.csv")) == 2
+    assert corpusmem(settings, monkeypatch, "costs", "--csv", str(tmp_path / "missing" / "c.csv")) == 2
     assert "does not exist" in capsys.readouterr().err
 
 

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from jobs.runtime import PROJECT_ROOT
-from tests.support.ray_cluster import free_port
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.integration
 

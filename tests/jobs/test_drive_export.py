@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.jobs.test_import import do_import, rows
+from tests.support.memory import do_import, rows
 
 pytestmark = pytest.mark.integration
 

@@ -20,19 +20,11 @@ import pytest
 
 from jobs import facts_cli
 from sql.read import export_queries
+from tests.support.cli import corpusmem
 
 pytestmark = pytest.mark.integration
 
 VIEWS = {v.name: v for v in export_queries.VIEWS}
-
-
-def _cli(settings, monkeypatch, *argv: str) -> int:
-    from jobs import cli
-
-    for env, value in (("CORPUSMEM_DSN", settings.dsn), ("CORPUSMEM_OBJECT_STORE", settings.object_store_uri),
-                       ("CORPUSMEM_HOME", str(settings.home))):
-        monkeypatch.setenv(env, value)
-    return cli.main(["export", *argv])
 
 
 def _direct(dsn: str, view: str, as_of: str | None = None) -> tuple[dict[str, str], list[dict[str, Any]]]:
@@ -90,7 +82,7 @@ def _read(path: Path) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
 def test_every_file_is_its_view(example_memory, tmp_path, monkeypatch, fmt):
     dest = tmp_path / "export"
-    assert _cli(example_memory, monkeypatch, str(dest), "--format", fmt) == 0
+    assert corpusmem(example_memory, monkeypatch, "export", str(dest), "--format", fmt) == 0
 
     manifest = json.loads((dest / "manifest.json").read_text())
     assert set(manifest["files"]) == {f"{v}.{fmt}" for v in [*VIEWS, "document_texts"]}
@@ -121,7 +113,7 @@ def test_every_file_is_its_view(example_memory, tmp_path, monkeypatch, fmt):
 
 def test_parquet_types_are_read_directly(example_memory, tmp_path, monkeypatch):
     dest = tmp_path / "export"
-    assert _cli(example_memory, monkeypatch, f"file://{dest}") == 0   # a pyarrow.fs URI, like S3's
+    assert corpusmem(example_memory, monkeypatch, "export", f"file://{dest}") == 0   # a pyarrow.fs URI, like S3's
     schema = pq.read_schema(dest / "documents_live.parquet")
     assert schema.field("first_seen_at").type == pa.timestamp("us", tz="UTC")
     assert schema.field("doc_id").type == pa.string()
@@ -142,9 +134,9 @@ def test_a_deleted_document_is_in_no_file(example_memory_copy, tmp_path, monkeyp
             "SELECT claim_id::text FROM claims WHERE doc_id = %s UNION SELECT version_id::text FROM versions"
             " WHERE doc_id = %s UNION SELECT chunk_id::text FROM chunks WHERE doc_id = %s", (doc, doc, doc)))]
     before, after = tmp_path / "before", tmp_path / "after"
-    assert _cli(settings, monkeypatch, str(before), "--format", "jsonl") == 0
+    assert corpusmem(settings, monkeypatch, "export", str(before), "--format", "jsonl") == 0
     facts_cli.delete(settings, "2026-03-04-standup.md")
-    assert _cli(settings, monkeypatch, str(after), "--format", "jsonl") == 0
+    assert corpusmem(settings, monkeypatch, "export", str(after), "--format", "jsonl") == 0
 
     def found(folder: Path) -> set[str]:
         text = "".join(p.read_text() for p in folder.glob("*.jsonl"))
@@ -159,7 +151,7 @@ def test_a_deleted_document_is_in_no_file(example_memory_copy, tmp_path, monkeyp
 
 def test_as_of_answers_at_the_query_space_instant(example_memory, tmp_path, monkeypatch):
     before_import = tmp_path / "before-import"
-    assert _cli(example_memory, monkeypatch, str(before_import), "--as-of", "2000-01-01") == 0
+    assert corpusmem(example_memory, monkeypatch, "export", str(before_import), "--as-of", "2000-01-01") == 0
     manifest = json.loads((before_import / "manifest.json").read_text())
     assert manifest["evaluated_at"] == manifest["as_of"] == "2000-01-01T00:00:00+00:00"
     for name in ("facts_current", "contradiction_members_current", "fact_claim_evidence_live"):
@@ -173,7 +165,7 @@ def test_as_of_answers_at_the_query_space_instant(example_memory, tmp_path, monk
         last = conn.execute("SELECT max(ingested_at) FROM memory_v1.facts_visible_history").fetchone()[0]
     at = (last + (datetime.fromisoformat("2030-01-01T00:00:00+00:00") - last) / 2).isoformat()
     later = tmp_path / "later"
-    assert _cli(example_memory, monkeypatch, str(later), "--as-of", at) == 0
+    assert corpusmem(example_memory, monkeypatch, "export", str(later), "--as-of", at) == 0
     types, direct = _direct(example_memory.dsn, "facts_current", as_of=at)
     assert direct
     exported = _read(later / "facts_current.parquet")
@@ -184,26 +176,26 @@ def test_as_of_answers_at_the_query_space_instant(example_memory, tmp_path, monk
 
 def test_bad_inputs_are_refused_and_change_nothing(example_memory, tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit) as exit_:
-        _cli(example_memory, monkeypatch, str(tmp_path / "x"), "--format", "csv")
+        corpusmem(example_memory, monkeypatch, "export", str(tmp_path / "x"), "--format", "csv")
     assert exit_.value.code == 2 and "--format: invalid choice: 'csv'" in capsys.readouterr().err
 
-    assert _cli(example_memory, monkeypatch, str(tmp_path / "y"), "--as-of", "last tuesday") == 2
+    assert corpusmem(example_memory, monkeypatch, "export", str(tmp_path / "y"), "--as-of", "last tuesday") == 2
     assert "corpusmem export: --as-of 'last tuesday' is not a date" in capsys.readouterr().err
     assert not (tmp_path / "y").exists()
 
     dest = tmp_path / "export"
-    assert _cli(example_memory, monkeypatch, str(dest)) == 0
+    assert corpusmem(example_memory, monkeypatch, "export", str(dest)) == 0
     written = {p.name: p.read_bytes() for p in dest.iterdir()}
     capsys.readouterr()
-    assert _cli(example_memory, monkeypatch, str(dest)) == 2
+    assert corpusmem(example_memory, monkeypatch, "export", str(dest)) == 2
     err = capsys.readouterr().err
     assert "already holds" in err and "documents_live.parquet" in err and "--force" in err
     assert {p.name: p.read_bytes() for p in dest.iterdir()} == written
     # another format is refused too: its manifest would replace this export's
-    assert _cli(example_memory, monkeypatch, str(dest), "--format", "jsonl") == 2
-    assert _cli(example_memory, monkeypatch, str(dest), "--force") == 0
+    assert corpusmem(example_memory, monkeypatch, "export", str(dest), "--format", "jsonl") == 2
+    assert corpusmem(example_memory, monkeypatch, "export", str(dest), "--force") == 0
 
     a_file = tmp_path / "a-file"
     a_file.write_text("keep me")
-    assert _cli(example_memory, monkeypatch, str(a_file)) == 2
+    assert corpusmem(example_memory, monkeypatch, "export", str(a_file)) == 2
     assert "is a file" in capsys.readouterr().err and a_file.read_text() == "keep me"

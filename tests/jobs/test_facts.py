@@ -14,7 +14,7 @@ from jobs.settings import Settings
 from serve.retrieval import facts as facts_retrieval
 from sql.read import facts_queries
 from sql.write import reconcile
-from tests.jobs.test_import import do_import, rows
+from tests.support.memory import do_import, rows
 
 pytestmark = pytest.mark.integration
 

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
-import socket
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -27,8 +24,11 @@ from actors.object_store import ObjectStore
 from jobs import process, status
 from jobs.settings import Settings
 from serve.ingest import ingest as api_ingest
-from tests.serve.test_api import remember_python  # noqa: F401  (the session's venv with the real client)
-from tests.jobs.test_import import do_import, rows
+from tests.support import fake_openai, remember
+from tests.support.cli import corpusmem
+from tests.support.memory import do_import, rows
+from tests.support.ports import free_port
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -51,16 +51,6 @@ def _stage(settings: Settings, version_id: str, stage: str) -> tuple:
     return found
 
 
-def _wait_for(condition, timeout: float = 120.0, what: str = "the condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = condition()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_a_flaky_object_store_is_retried_and_the_version_lands(memory, ray_local):
     settings = memory.model_copy(update={"retry_attempts": 3, "retry_backoff_s": 2.0})
     version_id = _queue(settings, _NOTE, "flaky.md")
@@ -76,7 +66,7 @@ def test_a_flaky_object_store_is_retried_and_the_version_lands(memory, ray_local
         return found if found[0] == "failed" else None
 
     def heal() -> None:  # ...until the first failed attempt is on record: then it can again
-        seen["failed"] = _wait_for(failed_once, what="the first failed attempt")
+        seen["failed"] = wait_for(failed_once, what="the first failed attempt")
         away.rename(stored)
 
     healer = threading.Thread(target=heal)
@@ -144,14 +134,12 @@ def _read_api(settings: Settings) -> Iterator[str]:
     import uvicorn
 
     app = _app(settings)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
-        _wait_for(lambda: server.started, timeout=60, what="the read API to start")
+        wait_for(lambda: server.started, timeout=60, what="the read API to start")
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
@@ -171,20 +159,8 @@ except PipelineDeadLettered as err:
 """
 
 
-def _cli(settings: Settings, monkeypatch, *argv: str) -> int:
-    """`corpusmem ARGV...` in this process (its Ray is the session's), with this memory's settings."""
-    from jobs import cli
-
-    for env, value in (("CORPUSMEM_DSN", settings.dsn), ("CORPUSMEM_OBJECT_STORE", settings.object_store_uri),
-                       ("CORPUSMEM_HOME", str(settings.home)),
-                       ("CORPUSMEM_RETRY_ATTEMPTS", str(settings.retry_attempts)),
-                       ("CORPUSMEM_RETRY_BACKOFF_S", str(settings.retry_backoff_s))):
-        monkeypatch.setenv(env, value)
-    return cli.main(list(argv))
-
-
 def test_a_connection_that_keeps_dropping_is_dead_lettered_and_retry_replays_it(
-        memory, ray_local, tmp_path, remember_python, monkeypatch, capsys):  # noqa: F811
+        memory, ray_local, tmp_path, remember_python, monkeypatch, capsys):
     settings = memory.model_copy(update={"retry_attempts": 3, "retry_backoff_s": 0.2})
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -211,10 +187,8 @@ def test_a_connection_that_keeps_dropping_is_dead_lettered_and_retry_replays_it(
 
     # the real client stops at the dead letter instead of waiting out its timeout
     with _read_api(settings) as url:
-        run = subprocess.run([remember_python, "-c", _WAIT_FOR_READINESS, url, version_id], capture_output=True,
-                             text=True, timeout=180,
-                             env={k: v for k, v in os.environ.items() if not k.startswith("REMEMBER_")}
-                             | {"REMEMBER_CONFIG_DIR": str(tmp_path / "remember-config")})
+        run = remember.run(remember_python, ["-c", _WAIT_FOR_READINESS, url, version_id],
+                           tmp_path / "remember-config", timeout=180)
     assert run.returncode == 0, run.stderr[-3000:]
     waited = json.loads(run.stdout)
     assert waited["raised"] == "PipelineDeadLettered" and waited["seconds"] < 30
@@ -222,7 +196,7 @@ def test_a_connection_that_keeps_dropping_is_dead_lettered_and_retry_replays_it(
 
     # once the cause is gone, `corpusmem retry` lands it through the same pipeline
     capsys.readouterr()
-    assert _cli(settings, monkeypatch, "retry", "--all") == 0
+    assert corpusmem(settings, monkeypatch, "retry", "--all") == 0
     assert "every retried stage succeeded" in capsys.readouterr().out
     assert rows(settings, "SELECT status FROM versions") == [("ready",)]
     assert _stage(settings, version_id, "embed_claim")[:3] == ("succeeded", None, 4)
@@ -259,7 +233,7 @@ def test_a_corrupt_file_fails_once_and_retry_or_the_same_bytes_replay_it(memory,
 
     # `corpusmem retry --all` replays it; the bytes are still corrupt, so it stays failed
     capsys.readouterr()
-    assert _cli(settings, monkeypatch, "retry", "--all") == 1
+    assert corpusmem(settings, monkeypatch, "retry", "--all") == 1
     out = capsys.readouterr().out
     assert "still failing:" in out and "convert failed after 2 attempts" in out
     again = _stage(settings, version_id, "convert")
@@ -357,49 +331,20 @@ def test_a_facts_step_that_keeps_failing_is_dead_lettered_and_retry_finishes_it(
     # once the database answers again, `corpusmem retry` finishes the phase
     monkeypatch.setattr(reconcile, "reconcile_facts", reconcile_facts)
     capsys.readouterr()
-    assert _cli(settings, monkeypatch, "retry", "--all") == 0
+    assert corpusmem(settings, monkeypatch, "retry", "--all") == 0
     assert "every retried stage succeeded" in capsys.readouterr().out
     _facts_phase_finished(settings)
 
 
-class _DeadModel:
-    """An OpenAI-compatible endpoint that answers every request 503, counting them."""
-
-    def __init__(self) -> None:
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        self.requests = 0
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                outer.requests += 1
-                body = b'{"error": {"message": "engine is restarting"}}'
-                self.send_response(503)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+def _restarting(_request: dict) -> fake_openai.Reply:
+    return 503, fake_openai.JSON, b'{"error": {"message": "engine is restarting"}}'
 
 
 @pytest.fixture
-def dead_model() -> Iterator[_DeadModel]:
-    model = _DeadModel()
-    yield model
-    model.close()
+def dead_model() -> Iterator[fake_openai.FakeServer]:
+    """An OpenAI-compatible endpoint that answers every request 503, recording them."""
+    with fake_openai.serving(fake_openai.FakeServer(default=_restarting)) as model:
+        yield model
 
 
 def test_an_extractor_endpoint_that_never_answers_dead_letters_extraction_with_its_reason(
@@ -408,7 +353,7 @@ def test_an_extractor_endpoint_that_never_answers_dead_letters_extraction_with_i
                                          "llm_model": "m", "llm_base_url": dead_model.base_url})
     report = do_import(settings, _notes(tmp_path))
 
-    assert report.counts["failed"] == 2 and dead_model.requests == 2 * 2   # one chunk each, two attempts
+    assert report.counts["failed"] == 2 and len(dead_model.requests) == 2 * 2   # one chunk each, two attempts
     assert {f["stage"] for f in report.failures} == {"extract"}
     dead = rows(settings, "SELECT status, last_error FROM stage_work WHERE stage = 'extract_claims'")
     assert {s for s, _ in dead} == {"dead_letter"}

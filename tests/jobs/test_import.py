@@ -14,22 +14,10 @@ import psycopg
 import pytest
 
 from actors.object_store import ObjectStore
-from jobs.import_corpus import RunReport, import_options, run_import
 from jobs.settings import Settings
+from tests.support.memory import do_import, rows
 
 pytestmark = pytest.mark.integration
-
-
-def do_import(memory: Settings, *paths: Path | str, batch_size: int = 4, workers: int = 1,
-              **source: object) -> RunReport:
-    options = import_options(memory, tuple(str(p) for p in paths), source=source, batch_size=batch_size,
-                             workers=workers, progress=False)
-    return run_import(options, memory)
-
-
-def rows(memory: Settings, query: str, *params: object) -> list[tuple]:
-    with psycopg.connect(memory.dsn) as conn:
-        return conn.execute(query, params).fetchall()
 
 
 def table_counts(memory: Settings) -> dict[str, int]:
@@ -332,7 +320,7 @@ def test_a_killed_import_rerun_ends_with_exactly_the_rows_of_an_uninterrupted_on
 
     from jobs.settings import load_settings
     from sql.store import embedded
-    from tests.conftest import _dsn_for
+    from tests.support.memory import dsn_for
 
     corpus = tmp_path / "corpus"
     _write_generated(corpus, _KILLED_CORPUS)
@@ -340,7 +328,7 @@ def test_a_killed_import_rerun_ends_with_exactly_the_rows_of_an_uninterrupted_on
     for name in ("killed", "whole"):
         db = f"cm_{name}_{os.getpid()}"
         embedded.ensure_database(pg_admin_dsn, db, template=template_db)
-        memories[name] = load_settings({}, home=tmp_path / name, dsn=_dsn_for(pg_admin_dsn, db),
+        memories[name] = load_settings({}, home=tmp_path / name, dsn=dsn_for(pg_admin_dsn, db),
                                        object_store=str(tmp_path / f"objects-{name}"))
 
     killed = memories["killed"]

@@ -25,8 +25,8 @@ from pipeline.documents.mime import mime_for
 from pipeline.documents.rebuild import MIME
 from pipeline.documents.vector_fields import FieldMap
 from tests.support import vector_stores as vs
-from tests.jobs.test_failures import _cli
-from tests.jobs.test_import import rows
+from tests.support.cli import corpusmem
+from tests.support.memory import rows
 
 pytestmark = pytest.mark.integration
 
@@ -238,7 +238,7 @@ def test_reimports_change_only_what_changed_and_delete_missing_deletes_exactly_t
     args = ("import-vectors", "qdrant", str(store), "--collection", "notes", "--no-progress")
 
     def run_cli(*extra: str) -> str:
-        assert _cli(memory, monkeypatch, *args, *extra) == 0
+        assert corpusmem(memory, monkeypatch, *args, *extra) == 0
         return capsys.readouterr().out
 
     first = run_cli()
@@ -262,7 +262,7 @@ def test_reimports_change_only_what_changed_and_delete_missing_deletes_exactly_t
 
     # one source gone from the store: a dry run prints it and deletes nothing, then it is deleted
     _drop_source(store, "notes/travel.md")
-    assert _cli(memory, monkeypatch, *args, "--delete-missing", "--dry-run") == 0
+    assert corpusmem(memory, monkeypatch, *args, "--delete-missing", "--dry-run") == 0
     out = capsys.readouterr()
     assert "would delete 1" in out.err and "notes/travel.md" in out.err and "dry run" in out.out
     live = rows(memory, "SELECT source_ref FROM documents WHERE deleted_at IS NULL ORDER BY 1")
@@ -278,7 +278,7 @@ def test_reimports_change_only_what_changed_and_delete_missing_deletes_exactly_t
     # a store emptied (or unreachable by its filter) deletes nothing; a filter needs a kind of its own
     for source in NOTES:
         _drop_source(store, source)
-    assert _cli(memory, monkeypatch, *args, "--delete-missing", "--dry-run") == 2
+    assert corpusmem(memory, monkeypatch, *args, "--delete-missing", "--dry-run") == 2
     assert "refusing to delete all 2 documents" in capsys.readouterr().err
-    assert _cli(memory, monkeypatch, *args, "--delete-missing", "--filter", '{"team": "ops"}') == 2
+    assert corpusmem(memory, monkeypatch, *args, "--delete-missing", "--filter", '{"team": "ops"}') == 2
     assert "--source-kind of its own" in capsys.readouterr().err

@@ -22,7 +22,7 @@ from jobs.extract_llm import LlmPass
 from jobs.import_corpus import ImportOptions, import_options, run_import
 from pipeline.claims import llm_io
 from pipeline.facts import normalize, normalize_llm
-from tests.jobs.test_import import rows
+from tests.support.memory import rows
 
 pytestmark = pytest.mark.integration
 

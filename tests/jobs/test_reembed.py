@@ -19,7 +19,8 @@ from jobs import reembed
 from jobs.settings import Settings
 from serve.app import DeploymentInfo, build_app, open_pools
 from sql.store import authority as store
-from tests.jobs.test_import import do_import, rows
+from tests.support.memory import do_import, rows
+from tests.support.paths import EXAMPLES
 
 pytestmark = pytest.mark.integration
 
@@ -119,7 +120,7 @@ def test_int8_memory_moves_to_fp32_reading_throughout(example_memory_copy, examp
 
     # the same memory imported fresh with fp32 vectors holds the same vectors and nominates alike
     fresh = do_import(memory.model_copy(update={"embedding_execution": "onnx"}),
-                      Path(__file__).resolve().parents[2] / "examples" / "team", modified_at_from="path")
+                      EXAMPLES, modified_at_from="path")
     assert store.pinned_model(memory.dsn) == DEFAULT_MODEL
     moved, made = _vectors(settings), _vectors(memory)
     for table in ("chunks", "claims", "facts"):
@@ -133,7 +134,7 @@ def test_int8_memory_moves_to_fp32_reading_throughout(example_memory_copy, examp
     # the pin now refuses the int8 vectors, with its own error
     with pytest.raises(store.StoreError, match="refusing 'all-MiniLM-L6-v2@onnx-int8'"):
         do_import(settings.model_copy(update={"embedding_execution": "onnx-int8"}),
-                  Path(__file__).resolve().parents[2] / "examples" / "team")
+                  EXAMPLES)
 
     # --drop-previous removes the kept int8 vectors and nothing served
     assert reembed.main(settings, _args(drop_previous=True)) == 0
@@ -214,7 +215,7 @@ def test_memory_moves_to_another_model_of_another_dimension(example_memory_copy,
                                          " 'entities'::regclass)")} == {"vector(128)"}
 
     fresh = memory.model_copy(update={"embedding_model": str(dense_model)})
-    do_import(fresh, Path(__file__).resolve().parents[2] / "examples" / "team", modified_at_from="path")
+    do_import(fresh, EXAMPLES, modified_at_from="path")
     moved, made = _vectors(settings), _vectors(memory)
     for table in ("chunks", "claims"):
         shared = set(moved[table]) & set(made[table])
@@ -226,7 +227,7 @@ def test_memory_moves_to_another_model_of_another_dimension(example_memory_copy,
 
     # the old model is refused by the pin
     with pytest.raises(store.StoreError, match="refusing 'all-MiniLM-L6-v2'"):
-        do_import(settings, Path(__file__).resolve().parents[2] / "examples" / "team")
+        do_import(settings, EXAMPLES)
 
 
 def test_bad_requests_are_refused_by_name_and_change_nothing(example_memory_copy, memory, ray_local, capsys,

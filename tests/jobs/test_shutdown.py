@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,8 +25,10 @@ import psutil
 import psycopg
 import pytest
 
+from tests.support.paths import ROOT
+from tests.support.ports import free_port
+
 pytestmark = pytest.mark.integration
-ROOT = Path(__file__).resolve().parents[2]
 STOP_S = 10.0
 START_S = 240.0
 
@@ -144,12 +145,6 @@ def _log_tail(path: Path) -> str:
     return path.read_text(errors="replace")[-3000:]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _wait_until_serving(server: subprocess.Popen, port: int, log_path: Path) -> None:
     deadline = time.monotonic() + START_S
     while "corpusmem read API at" not in log_path.read_text(errors="replace"):
@@ -160,7 +155,7 @@ def _wait_until_serving(server: subprocess.Popen, port: int, log_path: Path) -> 
 
 
 def test_serve_stops_on_sigterm_within_10_s_and_leaves_nothing_running(home: Path):
-    port = _free_port()
+    port = free_port()
     log_path = home.parent / "serve.log"
     with open(log_path, "w") as log:
         server = subprocess.Popen([sys.executable, "-m", "jobs.cli", "serve", "--port", str(port)], cwd=ROOT,
@@ -195,7 +190,7 @@ def cluster() -> Iterator[Cluster]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "CORPUSMEM_"))}
     # Token authentication, where a token file exists, would otherwise refuse the second client.
     env["RAY_AUTH_MODE"] = "disabled"
-    port = _free_port()
+    port = free_port()
     subprocess.run([str(Path(sys.executable).parent / "ray"), "start", "--head", f"--port={port}", "--num-cpus=2",
                     f"--temp-dir={temp}", "--include-dashboard=false", "--disable-usage-stats"],
                    env=env, check=True, capture_output=True, timeout=120, start_new_session=True)
@@ -227,7 +222,7 @@ def _cluster_processes(temp: Path) -> list[psutil.Process]:
 
 def test_serve_on_a_cluster_it_joined_takes_its_application_off_and_leaves_the_cluster_running(
         home: Path, cluster: Cluster):
-    port = _free_port()
+    port = free_port()
     log_path = home.parent / "serve.log"
     with open(log_path, "w") as log:
         server = subprocess.Popen([sys.executable, "-m", "jobs.cli", "serve", "--port", str(port)], cwd=ROOT,

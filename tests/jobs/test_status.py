@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from jobs import facts_cli, import_corpus, shutdown, status
-from tests.jobs.test_import import do_import, rows
+from tests.support.memory import do_import, rows
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ import pytest
 
 from jobs.settings import Settings
 from sql.read import digest_queries
-from tests.jobs.test_import import do_import
+from tests.support.memory import do_import
 
 pytestmark = pytest.mark.integration
 
@@ -41,13 +41,13 @@ def _generated(root: Path, count: int, seed: int) -> Path:
 def two_memories(pg_admin_dsn, template_db, tmp_path):
     from jobs.settings import load_settings
     from sql.store import embedded
-    from tests.conftest import _dsn_for, _unique_name
+    from tests.support.memory import dsn_for, unique_name
 
     memories = []
     for name in ("first", "second"):
-        db = _unique_name(f"cm_shape_{name}")
+        db = unique_name(f"cm_shape_{name}")
         embedded.ensure_database(pg_admin_dsn, db, template=template_db)
-        memories.append(load_settings({}, home=tmp_path / name, dsn=_dsn_for(pg_admin_dsn, db),
+        memories.append(load_settings({}, home=tmp_path / name, dsn=dsn_for(pg_admin_dsn, db),
                                       object_store=str(tmp_path / f"objects-{name}")))
     return memories
 

@@ -6,7 +6,6 @@ import dataclasses
 import json
 import re
 from datetime import UTC, datetime
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -25,10 +24,10 @@ from pipeline.claims.extraction import (
     Selected,
     SelectionResult,
 )
+from tests.support import paths
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests" / "fixtures" / "llm"
-STANDUP = ROOT / "examples" / "team" / "2026-03-04-standup.md"
+FIXTURES = paths.FIXTURES / "llm"
+STANDUP = paths.EXAMPLES / "2026-03-04-standup.md"
 TURN = re.compile(r"^\[(t\d+) \| ([^\]]+)\] (\w+): (.+)$", re.MULTILINE)
 
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 
 from jobs.bench import normalize_score
 from pipeline.facts import names, normalize, vocabulary
+from tests.support import paths
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "normalize"
+FIXTURES = paths.FIXTURES / "normalize"
 SAID = datetime(2026, 6, 12, 14, tzinfo=timezone.utc)
 
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import re
 import sys
-from datetime import UTC, datetime
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -16,34 +14,13 @@ from actors import vllm_normalizer
 from pipeline.claims.extraction import CallCost
 from pipeline.facts import normalize, normalize_llm, vocabulary
 from pipeline.facts.normalize import Assertion
-
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests" / "fixtures" / "llm"
-SAID = datetime(2026, 6, 12, 14, tzinfo=UTC)
-TOPIC = "billing migration"
-TEXTS = [
-    ("Ravi moved from the billing migration to the search team on 1 June.", False),
-    ("The cutover is on June 15.", False),
-    ("Dana believes the June date is too tight.", True),
-    ("Priya and Marco work on the invoice rewrite.", False),
-    ("Dana Kim sponsors the invoice rewrite.", False),
-    ("He reviews every schema change.", False),
-    ("Ravi is the on-call engineer for billing incidents.", False),
-    ("The launch moves to October.", False),
-    ("Northwind Health employs Kenji as a data engineer.", False),
-]
+from tests.support.recorded_normalize import SAID, TEXTS, TOPIC, content
 
 
 def claims() -> list[dict]:
     return [{"claim_id": f"c{i}", "doc_id": "d1", "claim_text": text, "is_attributed": attributed,
              "asserted_at": SAID, "valid_from": None, "valid_until": None, "precision": "unknown", "kind": None}
             for i, (text, attributed) in enumerate(TEXTS, start=1)]
-
-
-def answer(name: str) -> str:
-    """The message content of a recorded chat completion."""
-    body = json.loads((FIXTURES / f"normalize_{name}.json").read_text(encoding="utf-8"))
-    return body["choices"][0]["message"]["content"]
 
 
 def rules(i: int) -> list[Assertion]:
@@ -73,8 +50,8 @@ def test_the_schema_is_strict_and_the_good_answer_follows_it():
     schema = normalize_llm.load_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
-    validator.validate(json.loads(answer("good")))
-    assert not validator.is_valid(json.loads(answer("bad")))    # a server that ignored the schema
+    validator.validate(json.loads(content("good")))
+    assert not validator.is_valid(json.loads(content("bad")))    # a server that ignored the schema
     for variant in schema["properties"]["assertions"]["items"]["anyOf"]:
         assert variant["additionalProperties"] is False
         assert set(variant["required"]) == set(variant["properties"])
@@ -112,7 +89,7 @@ def test_messages_show_the_topic_and_every_claim_by_label():
 # --- parsing -------------------------------------------------------------------------------------
 
 def test_a_good_answer():
-    found, problems = normalize_llm.parse(claims(), TOPIC, answer("good"))
+    found, problems = normalize_llm.parse(claims(), TOPIC, content("good"))
     assert problems == []
     assert [shape(f) for f in found] == [
         [(0, "relation", "Ravi", "works_on", "search team")],
@@ -136,7 +113,7 @@ def test_a_good_answer():
 
 
 def test_an_ungoverned_predicate_drops_the_relation_and_the_claim_keeps_its_statement():
-    found, problems = normalize_llm.parse(claims(), TOPIC, answer("bad"))
+    found, problems = normalize_llm.parse(claims(), TOPIC, content("bad"))
     assert found[0] == []
     assert "C1: predicate 'moved_to' is not governed; relation dropped" in problems
     assert found[4] == []
@@ -159,7 +136,7 @@ def test_the_escape_rule_rejects(predicate):
 
 
 def test_pronouns_and_bare_head_nouns_are_not_entities():
-    found, problems = normalize_llm.parse(claims(), TOPIC, answer("bad"))
+    found, problems = normalize_llm.parse(claims(), TOPIC, content("bad"))
     assert shape(found[3]) == [(0, "relation", "Priya", "works_on", "invoice rewrite")]    # "the" comes off
     assert "C4: subject 'They' is not an entity; relation dropped" in problems
     assert found[5] == [] and "C6: subject 'He' is not an entity; relation dropped" in problems
@@ -171,7 +148,7 @@ def test_pronouns_and_bare_head_nouns_are_not_entities():
 
 
 def test_an_attributed_claim_stays_one_observation_on_its_holder():
-    found, problems = normalize_llm.parse(claims(), TOPIC, answer("bad"))
+    found, problems = normalize_llm.parse(claims(), TOPIC, content("bad"))
     assert found[2] == rules(2) == [Assertion(0, "observation", "Dana", TEXTS[2][0])]
     assert "C3: attributed claim: relation dropped (an observation on the holder only)" in problems
     # A slot on an attributed claim is the holder's view, not a date: a free statement.
@@ -188,7 +165,7 @@ def test_an_attributed_claim_stays_one_observation_on_its_holder():
 
 
 def test_a_missing_claim_falls_back_to_the_rules():
-    found, problems = normalize_llm.parse(claims(), TOPIC, answer("bad"))
+    found, problems = normalize_llm.parse(claims(), TOPIC, content("bad"))
     assert found[6] == rules(6)
     assert "C7: no output for this claim; rules fallback" in problems
     assert "unknown claim label 'C12' ignored" in problems
@@ -198,8 +175,8 @@ def test_a_missing_claim_falls_back_to_the_rules():
 
 
 def test_a_truncated_answer_keeps_what_was_whole_and_falls_back_for_the_rest():
-    found, problems = normalize_llm.parse(claims(), TOPIC, answer("truncated"))
-    good, _ = normalize_llm.parse(claims(), TOPIC, answer("good"))
+    found, problems = normalize_llm.parse(claims(), TOPIC, content("truncated"))
+    good, _ = normalize_llm.parse(claims(), TOPIC, content("good"))
     assert found[:3] == good[:3]
     assert found[3:] == [rules(i) for i in range(3, 9)]     # C4 was being written when it broke off
     assert problems == [f"C{i}: truncated output; rules fallback" for i in range(4, 10)]
@@ -277,17 +254,17 @@ def test_vllm_rows_carry_their_version_through_the_processor_and_parse():
     assert request["sampling_params"] == {"temperature": 0.0, "max_tokens": 900,
                                           "structured_outputs": {"json": normalize_llm.schema_text()}}
     out = vllm_normalizer.normalize_postprocess({**row, "messages": request["messages"],
-                                                 "generated_text": answer("good"), "num_input_tokens": 2951,
+                                                 "generated_text": content("good"), "num_input_tokens": 2951,
                                                  "num_generated_tokens": 310, "time_taken_llm": 1.5})
     assert out == {"version_id": "v1", "part": 0, "parts": 1, "claims_json": row["claims_json"], "topic": TOPIC,
-                   "normalize_text": answer("good"), "tokens_in": 2951, "tokens_out": 310, "device_seconds": 1.5}
+                   "normalize_text": content("good"), "tokens_in": 2951, "tokens_out": 310, "device_seconds": 1.5}
     assert vllm_normalizer.inference_error(out) is None
-    good, _ = normalize_llm.parse(claims(), TOPIC, answer("good"))
+    good, _ = normalize_llm.parse(claims(), TOPIC, content("good"))
     assert vllm_normalizer.assertions_from_row(out) == good
     assert vllm_normalizer.cost_from_row(out, "m") == CallCost("vllm", "m", calls=1, tokens_in=2951, tokens_out=310,
                                                                device_seconds=1.5)
 
-    truncated = {**out, "normalize_text": answer("truncated")}
+    truncated = {**out, "normalize_text": content("truncated")}
     assert vllm_normalizer.assertions_from_row(truncated)[3:] == [rules(i) for i in range(3, 9)]
     no_topic = {"claims_json": normalize_llm.claims_to_json(claims()[1:2]), "topic": None,
                 "normalize_text": '{"assertions": [{"claim": "C1", "kind": "none"}]}'}

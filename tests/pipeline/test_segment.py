@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -13,8 +12,8 @@ from hypothesis import strategies as st
 from pipeline.claims.extraction import Passage
 from pipeline.claims.segment import context_passages, document_header, split_passages
 from pipeline.documents.chunk import structure_and_chunk
+from tests.support.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "team"
 
 REPORT = """\
 <!-- Slide number: 1 -->

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +16,8 @@ from pipeline.claims.selection_rules import DROP_CUES, RULE_ORDER, plain, select
 from pipeline.documents.chunk import structure_and_chunk
 from pipeline.documents.convert import convert
 from pipeline.documents.mime import mime_for
+from tests.support.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "team"
 
 
 def context(statements: list[str], *, speaker: str | None = None, before: tuple[str, ...] = (),

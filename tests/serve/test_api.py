@@ -1,110 +1,22 @@
-"""`corpusmem serve` on the example corpus, driven by the real `remember` 0.17.2 client.
-
-The client needs Python 3.12 or later: the session makes its own venv from a 3.12 interpreter
-(`$(pyenv root)/versions/3.12.*`, else `python3.12` on PATH) and installs `remember==0.17.2` from
-PyPI. Without such an interpreter the test fails with a clear message; it never skips.
-"""
+"""`corpusmem serve` on the example corpus, driven by the real `remember` 0.17.2 client (run from
+its own venv: tests/support/remember.py)."""
 
 from __future__ import annotations
 
-import glob
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.support import remember
+from tests.support.paths import SUPPORT
 
 pytestmark = pytest.mark.integration
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _python312() -> str:
-    root = subprocess.run(["pyenv", "root"], capture_output=True, text=True).stdout.strip() \
-        if _which("pyenv") else str(Path.home() / ".pyenv")
-    for candidate in sorted(glob.glob(f"{root}/versions/3.1[2-9]*/bin/python3"), reverse=True) + ["python3.12"]:
-        try:
-            out = subprocess.run([candidate, "-c", "import sys; print(sys.version_info >= (3, 12))"],
-                                 capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if out.stdout.strip() == "True":
-            return candidate
-    pytest.fail("the remember client needs Python >= 3.12 and none was found (looked in "
-                f"{root}/versions/3.12.* and for python3.12 on PATH); install one, e.g. `pyenv install 3.12`")
-
-
-def _which(name: str) -> bool:
-    return any(os.access(os.path.join(p, name), os.X_OK) for p in os.environ.get("PATH", "").split(os.pathsep))
-
-
-@pytest.fixture(scope="session")
-def remember_python(tmp_path_factory) -> str:
-    venv = tmp_path_factory.mktemp("remember-venv")
-    subprocess.run([_python312(), "-m", "venv", str(venv)], check=True)
-    python = str(venv / "bin" / "python")
-    subprocess.run([python, "-m", "pip", "install", "-q", "remember==0.17.2"], check=True, timeout=600)
-    return python
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until_serving(url: str, server: subprocess.Popen, log: Path, timeout_s: float = 300) -> None:
-    """Until `corpusmem serve` at `url` answers `/healthz`; fails with its log's tail if it exits
-    or takes longer than `timeout_s`."""
-    deadline = time.time() + timeout_s
-    while True:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if server.poll() is not None or time.time() > deadline:
-            pytest.fail(f"corpusmem serve did not come up:\n{log.read_text()[-3000:]}")
-        time.sleep(1)
-
-
-@pytest.fixture(scope="session")
-def served(pg_admin_dsn, example_import, ray_local, tmp_path_factory):
-    """`corpusmem serve` on a copy of the imported example corpus, one server for the session's API
-    tests (the client test ingests a note and deletes it again)."""
-    from tests.conftest import _clone_example, _unique_name
-
-    tmp_path = tmp_path_factory.mktemp("served")
-    memory = _clone_example(pg_admin_dsn, example_import, _unique_name("cm_served"), tmp_path)
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "REMEMBER_"))}
-    env.update(CORPUSMEM_DSN=memory.dsn, CORPUSMEM_HOME=str(memory.home), CORPUSMEM_OBJECT_STORE=memory.object_store_uri)
-    log = open(tmp_path / "serve.log", "w")
-    server = subprocess.Popen([sys.executable, "-m", "jobs.cli", "serve", "--port", str(port)], cwd=ROOT, env=env,
-                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_serving(url, server, tmp_path / "serve.log")
-        yield url
-    finally:
-        os.killpg(server.pid, 15)
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, 9)
-        log.close()
 
 
 def test_the_remember_client_works_against_corpusmem_serve(served, remember_python, tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REMEMBER_")}
-    env["REMEMBER_CONFIG_DIR"] = str(tmp_path / "remember-config")  # no stored credentials
-    run = subprocess.run([remember_python, str(ROOT / "tests" / "support" / "remember_client.py"), served], env=env,
-                         capture_output=True, text=True, timeout=900)
+    run = remember.run(remember_python, [str(SUPPORT / "remember_client.py"), served], tmp_path / "remember-config",
+                       timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout)
     expected_failures = {"bad_argument", "delete_again"}

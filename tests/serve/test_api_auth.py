@@ -14,26 +14,9 @@ from fastapi.testclient import TestClient
 
 from serve import auth
 from serve.app import DeploymentInfo, build_app, open_pools
+from tests.support.apps import no_embedder
 
 pytestmark = pytest.mark.integration
-
-
-async def _embed(_text: str, _pin: str | None = None) -> list[float]:
-    raise RuntimeError("no embedder in this test")
-
-
-@pytest.fixture
-def api(memory):
-    from sql.store import authority as store
-
-    with store.connect(memory.dsn) as conn:
-        store.migrate(conn)
-    hashes = auth.parse_tokens("read:r-secret,ingest:i-secret,write:w-secret", None)
-    pools = open_pools(memory.dsn, general=1, retrieval=1, graph=1)
-    info = DeploymentInfo("00000000-0000-0000-0000-0000000000aa", "test", "all-MiniLM-L6-v2",
-                          memory.object_store_uri, 1024, tuple(hashes.items()))
-    with TestClient(build_app(pools, info, _embed)) as client:   # the app opens and closes the pools
-        yield client
 
 
 def test_credentials_and_scopes(api):
@@ -134,7 +117,7 @@ def signed_api(memory, rsa_key):
     info = DeploymentInfo("00000000-0000-0000-0000-0000000000aa", "test", "all-MiniLM-L6-v2",
                           memory.object_store_uri, 1024, tuple(hashes.items()),
                           signed_tokens=auth.signed_tokens(hs256_key=HS_KEY, public_key=_pem(rsa_key)))
-    with TestClient(build_app(pools, info, _embed)) as client:
+    with TestClient(build_app(pools, info, no_embedder)) as client:
         yield client
 
 

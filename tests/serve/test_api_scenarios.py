@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Iterator
 
 import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
 from serve import admission
-from serve.app import DeploymentInfo, build_app, open_pools
 from serve.retrieval.fusion import CHANNEL_WEIGHTS
 from sql.write import reconcile
-from tests.jobs.test_facts import write
-from tests.jobs.test_import import do_import
+from tests.support import apps
+from tests.support.memory import do_import, dsn_for, write
 
 pytestmark = pytest.mark.integration
 
@@ -45,11 +43,10 @@ DOCS = {
 def scenario_memory(pg_admin_dsn, template_db, ray_local, tmp_path_factory):
     from jobs.settings import load_settings
     from sql.store import embedded
-    from tests.conftest import _dsn_for
 
     root = tmp_path_factory.mktemp("api-scenarios")
     embedded.ensure_database(pg_admin_dsn, "cm_api_scenarios", template=template_db)
-    settings = load_settings({}, home=root / "home", dsn=_dsn_for(pg_admin_dsn, "cm_api_scenarios"),
+    settings = load_settings({}, home=root / "home", dsn=dsn_for(pg_admin_dsn, "cm_api_scenarios"),
                              object_store=str(root / "objects"))
     report = do_import(settings, write(root / "docs", DOCS), modified_at_from="path")
     assert report.counts["failed"] == 0
@@ -57,30 +54,8 @@ def scenario_memory(pg_admin_dsn, template_db, ray_local, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def embed():
-    """Questions encoded as the memories of these tests were made: with the default settings."""
-    from actors.embedder import load_model
-    from jobs import runtime
-    from jobs.settings import load_settings
-
-    model = load_model(runtime.embedding_model(load_settings({}), None), "cpu")
-
-    async def embed(text: str, _pin: str | None = None):
-        return model.encode([text], normalize_embeddings=True)[0]
-    return embed
-
-
-def _client(settings, embed, limits: admission.Limits = admission.Limits()) -> Iterator[TestClient]:
-    pools = open_pools(settings.dsn, general=2, retrieval=2, graph=1)
-    info = DeploymentInfo("00000000-0000-0000-0000-0000000000bb", "test", "all-MiniLM-L6-v2",
-                          settings.object_store_uri, 1 << 20, (), limits)
-    with TestClient(build_app(pools, info, embed)) as client:   # the app opens and closes the pools
-        yield client
-
-
-@pytest.fixture(scope="module")
 def api(scenario_memory, embed):
-    yield from _client(scenario_memory, embed)
+    yield from apps.client(scenario_memory, embed)
 
 
 def op(api: TestClient, operation: str, /, **arguments) -> dict:
@@ -206,7 +181,7 @@ def test_the_same_request_gives_the_same_body_apart_from_evaluated_at(api):
 
 def test_admission_limits_refuse_with_retry_after(scenario_memory, embed):
     limits = admission.Limits(deployment_per_minute=8)  # burst of 2
-    for api in _client(scenario_memory, embed, limits):
+    for api in apps.client(scenario_memory, embed, limits):
         statuses = [api.get("/deployment").status_code for _ in range(3)]
         assert statuses[:2] == [200, 200] and statuses[2] == 429
         refused = api.get("/deployment")

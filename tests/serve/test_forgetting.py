@@ -18,8 +18,8 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from sql.query_space import query_catalog
-from tests.serve.test_api_scenarios import _client, embed  # noqa: F401  (fixture)
-from tests.jobs.test_facts import write
+from tests.support import apps
+from tests.support.memory import import_example, write
 
 pytestmark = pytest.mark.integration
 
@@ -36,16 +36,14 @@ CONTENT_FREE = {("GET", "/healthz"), ("GET", "/deployment"), ("GET", "/operation
 
 @pytest.fixture(scope="module")
 def two_documents(pg_admin_dsn, template_db, ray_local, tmp_path_factory):
-    from tests.conftest import _import_example
-
     root = tmp_path_factory.mktemp("forgetting")
-    _, settings, _ = _import_example(pg_admin_dsn, template_db, write(root / "docs", DOCS), root, "cm_forgetting")
+    _, settings, _ = import_example(pg_admin_dsn, template_db, write(root / "docs", DOCS), root, "cm_forgetting")
     return settings
 
 
 @pytest.fixture(scope="module")
 def api(two_documents, embed):
-    yield from _client(two_documents, embed)
+    yield from apps.client(two_documents, embed)
 
 
 def _one(conn: psycopg.Connection, sql: str, *params: Any) -> Any:

@@ -17,6 +17,7 @@ from serve import auth, graph, reads
 from serve.app import DeploymentInfo, build_app, open_pools
 from serve.retrieval import facts as facts_retrieval
 from sql.read import digest_queries, facts_queries
+from tests.support.apps import no_embedder
 
 pytestmark = pytest.mark.integration
 
@@ -219,9 +220,6 @@ def test_http_merge_review_needs_the_write_scope(example_memory_copy):
     pools = open_pools(memory.dsn, general=1, retrieval=1, graph=1)
     info = DeploymentInfo("00000000-0000-0000-0000-0000000000aa", "test", "all-MiniLM-L6-v2",
                           memory.object_store_uri, 1024, tuple(hashes.items()))
-
-    async def no_embedder(_text: str, _pin: str | None = None) -> list[float]:
-        raise RuntimeError("no embedder in this test")
 
     read, write = ({"Authorization": f"Bearer {s}"} for s in ("r-secret", "w-secret"))
     priya, ravi = entity_id(memory, "Priya"), entity_id(memory, "Ravi")

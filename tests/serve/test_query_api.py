@@ -4,22 +4,20 @@ driven by the real `remember` 0.17.2 client, whose models must parse every respo
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 
 import pytest
 
 from serve.query_models import QueryResult
 from sql.query_space import query_manifest
-from tests.serve.test_api import ROOT, remember_python, served  # noqa: F401  (fixtures)
-from tests.serve.test_api_auth import api  # noqa: F401  (fixture)
+from tests.support import remember
+from tests.support.paths import SUPPORT
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 def reader(api):
-    """The in-process app of the auth tests, called with its `read` credential."""
+    """The in-process app with credentials (tests/serve/conftest.py), called with its `read` one."""
     api.headers["Authorization"] = "Bearer r-secret"
     return api
 
@@ -63,11 +61,9 @@ def test_space_is_the_manifest_and_statements_answer_200(reader):
     assert str(result.deployment_id) == "00000000-0000-0000-0000-0000000000aa"
 
 
-def test_the_remember_client_parses_every_query_route(served, remember_python, tmp_path):  # noqa: F811
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REMEMBER_")}
-    env["REMEMBER_CONFIG_DIR"] = str(tmp_path / "remember-config")
-    run = subprocess.run([remember_python, str(ROOT / "tests" / "support" / "remember_query_client.py"), served], env=env,
-                         capture_output=True, text=True, timeout=600, check=False)
+def test_the_remember_client_parses_every_query_route(served, remember_python, tmp_path):
+    run = remember.run(remember_python, [str(SUPPORT / "remember_query_client.py"), served],
+                       tmp_path / "remember-config", timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout)
     expected_errors = {"search_blank": (422, "invalid_parameter"), "run_saved_unknown": (404, "saved_query_not_found"),

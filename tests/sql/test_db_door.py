@@ -21,7 +21,7 @@ import pytest
 
 from jobs.runtime import PROJECT_ROOT
 from sql.store import embedded
-from tests.support.ray_cluster import free_port
+from tests.support.ports import free_port
 
 def _nobody() -> pwd.struct_passwd | None:
     try:

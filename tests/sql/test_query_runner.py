@@ -23,7 +23,7 @@ from sql.query_space import query_catalog, query_manifest, saved_queries
 from sql.query_space.query_runner import Admission, Caps, QueryRunner, Refused
 from sql.query_space.validator import ValidatedStatement
 from sql.read import facts_queries
-from tests.conftest import _clone_example, _unique_name
+from tests.support.memory import clone_example, unique_name
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.integration
 def corpus(pg_admin_dsn, example_import, tmp_path_factory):
     """This module's own clone of the session's imported example corpus: (settings, deployment_id).
     A clone, since these tests write (saved-query states, a view comment changed and restored)."""
-    memory = _clone_example(pg_admin_dsn, example_import, _unique_name("cm_query"),
+    memory = clone_example(pg_admin_dsn, example_import, unique_name("cm_query"),
                             tmp_path_factory.mktemp("query-memory"))
     with psycopg.connect(memory.dsn, autocommit=True) as conn:
         deployment_id = str(conn.execute("SELECT deployment_id FROM deployment").fetchone()[0])

@@ -24,7 +24,7 @@ from sql.query_space import query_catalog, query_manifest
 from sql.query_space.query_runner import Caps, QueryRunner
 from sql.query_space.validator import ValidatedStatement
 from sql.store import authority
-from tests.conftest import _clone_example, _unique_name
+from tests.support.memory import clone_example, unique_name
 
 pytestmark = pytest.mark.integration
 
@@ -35,8 +35,8 @@ SET_CONFIG = "pg_catalog.set_config(text, text, boolean)"
 def corpus(pg_admin_dsn, example_import, tmp_path_factory):
     """This module's clone of the imported example corpus: (dsn, database, deployment_id). A clone,
     since these tests change role defaults and privileges in it (and restore them)."""
-    database = _unique_name("cm_sandbox")
-    memory = _clone_example(pg_admin_dsn, example_import, database, tmp_path_factory.mktemp("sandbox-memory"))
+    database = unique_name("cm_sandbox")
+    memory = clone_example(pg_admin_dsn, example_import, database, tmp_path_factory.mktemp("sandbox-memory"))
     with psycopg.connect(memory.dsn) as conn:
         deployment_id = str(conn.execute("SELECT deployment_id FROM deployment").fetchone()[0])
     return memory.dsn, database, deployment_id
@@ -204,7 +204,7 @@ def _may_set_config(conn: psycopg.Connection, role: str) -> bool:
 
 
 def test_the_migration_leaves_set_config_to_the_owners_of_the_memory(memory):
-    owner = _unique_name("cm_function_owner")
+    owner = unique_name("cm_function_owner")
     with psycopg.connect(memory.dsn) as conn:
         assert not _may_set_config(conn, query_catalog.SANDBOX_ROLE)
         # as before the migration, with one search function owned by a role that is no superuser
@@ -218,7 +218,7 @@ def test_the_migration_leaves_set_config_to_the_owners_of_the_memory(memory):
 
 
 def test_without_a_superuser_the_migration_warns_and_changes_nothing(memory):
-    migrator = _unique_name("cm_managed_owner")
+    migrator = unique_name("cm_managed_owner")
     notices: list[tuple[str | None, str | None, str | None]] = []
     with psycopg.connect(memory.dsn) as conn:
         # a notice's fields are readable only while its handler runs

@@ -21,7 +21,7 @@ from serve.retrieval import facts as facts_retrieval
 from sql.query_space import query_catalog, query_manifest
 from sql.read import facts_queries
 from sql.write import reconcile
-from tests.conftest import _dsn_for
+from tests.support.memory import dsn_for
 
 pytestmark = pytest.mark.integration
 
@@ -410,7 +410,7 @@ def test_manifest_hash_is_data_independent_and_follows_every_input(pg_admin_dsn,
     for n in range(2):
         name = f"cm_views_fresh_{os.getpid()}_{n}"
         embedded.ensure_database(pg_admin_dsn, name, template=template_db)
-        with psycopg.connect(_dsn_for(pg_admin_dsn, name)) as conn:
+        with psycopg.connect(dsn_for(pg_admin_dsn, name)) as conn:
             assert query_manifest.check_live(conn) is None
     space, migration = query_manifest.space_text(), query_manifest.migration_text()
     changed_comment = json.loads(space)

@@ -8,16 +8,11 @@ local Ray, and one process drives one Ray."""
 from __future__ import annotations
 
 import json
-import socket
 import sys
 
 from ray.cluster_utils import Cluster
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.support.ports import free_port
 
 
 def main() -> None:

@@ -1,0 +1,97 @@
+"""Memories for tests: databases on the session's embedded PostgreSQL, imports into them, reads of
+their rows. The fixtures built on these are in tests/conftest.py."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from jobs.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from jobs.import_corpus import RunReport
+
+_counter = itertools.count()
+
+
+def dsn_for(admin_dsn: str, database: str) -> str:
+    """The admin DSN pointed at another database of the same server."""
+    info = psycopg.conninfo.conninfo_to_dict(admin_dsn)
+    info["dbname"] = database
+    return psycopg.conninfo.make_conninfo(**info)
+
+
+def unique_name(prefix: str) -> str:
+    """A database name no other test of this run (or of another run on this server) takes."""
+    return f"{prefix}_{os.getpid()}_{next(_counter)}"
+
+
+def do_import(memory: Settings, *paths: Path | str, batch_size: int = 4, workers: int = 1,
+              **source: object) -> RunReport:
+    """`corpusmem import PATHS...` in this process (its Ray is the session's), into `memory`."""
+    # Imported here, not at the top: unit tests load this module through conftest and need no Ray.
+    from jobs.import_corpus import import_options, run_import
+
+    options = import_options(memory, tuple(str(p) for p in paths), source=source, batch_size=batch_size,
+                             workers=workers, progress=False)
+    return run_import(options, memory)
+
+
+def rows(memory: Settings, query: str, *params: object) -> list[tuple]:
+    with psycopg.connect(memory.dsn) as conn:
+        return conn.execute(query, params).fetchall()
+
+
+@dataclass(frozen=True)
+class ExampleImport:
+    """The one import of the example corpus of a session. Its database is only ever a template:
+    nothing connects to it except to clone it, so a clone can always be taken."""
+
+    database: str
+    object_store: Path
+    report: RunReport
+
+
+def import_example(admin_dsn: str, template_db: str, corpus: Path, root: Path, prefix: str,
+                   **options: Any) -> tuple[str, Settings, RunReport]:
+    """The example corpus imported (`do_import` with `options`) into a new database, its home and
+    object store under `root`: (database, settings, report). A failed import stops the test here."""
+    from sql.store import embedded
+
+    name = unique_name(prefix)
+    embedded.ensure_database(admin_dsn, name, template=template_db)
+    settings = load_settings({}, home=root / "home", dsn=dsn_for(admin_dsn, name),
+                             object_store=str(root / "objects"))
+    report = do_import(settings, corpus, modified_at_from="path", **options)
+    assert report.status == "succeeded" and report.counts["failed"] == 0, report.failures
+    return name, settings, report
+
+
+def clone_example(admin_dsn: str, source: ExampleImport, name: str, root: Path) -> Settings:
+    """A database cloned from the imported example (`CREATE DATABASE ... TEMPLATE`, a file copy),
+    with its own copy of the object store, so the clone shares nothing with other tests."""
+    from sql.store import embedded
+
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        # Ray actors of the import may still hold a connection for a moment after it returned;
+        # PostgreSQL refuses to copy a database anyone is connected to.
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                     " WHERE datname = %s AND pid <> pg_backend_pid()", (source.database,))
+    embedded.ensure_database(admin_dsn, name, template=source.database)
+    shutil.copytree(source.object_store, root / "objects")
+    return load_settings({}, home=root / "home", dsn=dsn_for(admin_dsn, name),
+                         object_store=str(root / "objects"))
+
+
+def write(folder: Path, files: dict[str, str]) -> Path:
+    """A folder of text files (name → text) to import; the folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
