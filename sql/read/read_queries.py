@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from sql.write.ingest import child_id
+from sql.ids import child_id
 
 Conn = psycopg.AsyncConnection
 
@@ -127,7 +127,7 @@ async def lookup_relations(conn: Conn, *, subject: str | None, predicate: str | 
         conn, f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.kind = 'relation' AND {servable('fact', 'f')}"
         " AND (%(s)s::uuid IS NULL OR f.subject_id = %(s)s::uuid) AND (%(p)s::text IS NULL OR f.predicate = %(p)s)"
         " AND (%(o)s::uuid IS NULL OR f.object_id = %(o)s::uuid)"
-        " AND (f.valid_from IS NULL OR f.valid_from <= %(at)s) AND (f.valid_until IS NULL OR f.valid_until > %(at)s)"
+        " AND memory_v1_private.may_hold(f.valid_from, f.valid_until, %(at)s)"
         " ORDER BY f.evidence_count DESC, f.ingested_at DESC, f.fact_id LIMIT %(k)s",
         {"s": subject, "p": predicate, "o": obj, "at": at, "k": k + 1})
 
@@ -138,8 +138,7 @@ async def lookup_observations(conn: Conn, entity_id: str, at: Any, k: int,
         "f.evidence_count DESC, f.ingested_at DESC, f.fact_id"
     return await fetch(
         conn, f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.kind = 'observation' AND {servable('fact', 'f')}"
-        " AND f.subject_id = %(e)s AND (f.valid_from IS NULL OR f.valid_from <= %(at)s)"
-        " AND (f.valid_until IS NULL OR f.valid_until > %(at)s)"
+        " AND f.subject_id = %(e)s AND memory_v1_private.may_hold(f.valid_from, f.valid_until, %(at)s)"
         + (" AND f.embedding IS NOT NULL" if vector is not None else "") +
         f" ORDER BY {order} LIMIT %(k)s", {"e": entity_id, "at": at, "k": k + 1, "v": vector})
 
@@ -191,34 +190,23 @@ async def _chunks(conn: Conn, where: str, params: dict) -> list[dict[str, Any]]:
     return rows
 
 
-_SEARCHABLE = {"claims": "claim_id", "chunks": "chunk_id"}
-
-
-# the claims (and chunks carrying them) about the entities %(about)s: one definition in SQL
-_ABOUT = {table: f"{key} IN (SELECT memory_v1_private.ids_about('{table}', %(about)s::uuid[]))"
-          for table, key in _SEARCHABLE.items()}
-
-
 async def nominate(conn: Conn, table: str, channel: str, query: str, vector: Any, k: int,
                    about: list[str] | None = None, dated: bool = False) -> list[str]:
     """Nominated ids of `claims` or `chunks`, best first, from one channel: the question's words
-    weighted by rarity (`bm25`, `memory_v1_private.lexical_nominate`, which the query space's
-    lexical functions call too) or pgvector cosine distance (`semantic`); only those about the
-    entities `about` when given, only claims whose world time is known when `dated` (semantic)."""
-    key = _SEARCHABLE[table]  # a fixed name, never caller text
-    restrict = f" AND {_ABOUT[table]}" if about else ""
-    if dated and table == "claims":
-        restrict += " AND claim_valid_precision <> 'unknown'"
+    weighted by rarity (`bm25`, `memory_v1_private.lexical_nominate`) or pgvector cosine distance
+    (`semantic`, `memory_v1_private.semantic_nominate`), the query space's nominations too; only
+    those about the entities `about` when given, only claims whose world time is known when
+    `dated` (semantic)."""
     if channel == "bm25":
         sql = ("SELECT id::text FROM memory_v1_private.lexical_nominate(%(table)s, %(q)s, %(k)s, %(about)s::uuid[])"
                " ORDER BY ord")
     else:
-        sql = (f"SELECT {key}::text FROM {table} WHERE embedding IS NOT NULL{restrict}"
-               f" ORDER BY embedding <=> %(v)b, {key} LIMIT %(k)s")
-    # the vector travels in binary (`%(v)b`): as text, formatting and parsing its numbers cost more
-    # than the index scan itself
+        # the vector travels in binary (`%(v)b`): as text, formatting and parsing its numbers cost
+        # more than the index scan itself
+        sql = ("SELECT id::text FROM memory_v1_private.semantic_nominate(%(table)s, %(v)b, %(k)s, %(about)s::uuid[],"
+               " %(dated)s) ORDER BY ord")
     return [r[0] for r in await fetch(conn, sql, {"q": query, "v": vector, "k": k, "about": about or None,
-                                                  "table": table})]
+                                                  "table": table, "dated": dated})]
 
 
 async def confirm_claims(conn: Conn, ids: list[str]) -> list[dict[str, Any]]:
@@ -283,28 +271,18 @@ async def search_indexes_built(conn: Conn, indexes: list[str]) -> bool:
     return built[0]
 
 
-_EDGE_COLUMNS = ("f.fact_id, f.subject_id, f.object_id, f.predicate, f.label, f.evidence_count, f.valid_from,"
-                 " f.valid_until, f.valid_precision, f.ingested_at, f.invalidated_at, f.support")
-
-
 async def graph_edges(conn: Conn, frontier: list[str], *, valid_at: Any, believed_at: Any | None,
                       predicates: list[str], limit: int) -> list[tuple]:
-    """Relations touching `frontier`, true at `valid_at` (unknown bounds open) and believed at
-    `believed_at` (now: not invalidated), withdrawn ones excluded; at most `limit`."""
-    belief = ("f.ingested_at <= %(b)s AND (f.invalidated_at IS NULL OR f.invalidated_at > %(b)s)"
-              if believed_at is not None else "f.invalidated_at IS NULL")
-    # The candidates are found through the facts' own indexes first (MATERIALIZED keeps that plan:
-    # with the servable checks folded in, PostgreSQL walked a whole index instead: 14 against 29 ms
-    # for five hub entities of a 17,000-fact memory), then each is confirmed as an edge, as
-    # memory_v1's graph views do: a relation with surviving provenance whose two entities have it.
+    """The walkable relations touching `frontier` (`memory_v1_private.walkable_edges`, which
+    memory_v1's graph functions walk too): confirmed at `valid_at`, believed at `believed_at` (None:
+    now), not withdrawn; the best-evidenced first, at most `limit`."""
     return await fetch(
-        conn, f"WITH f AS MATERIALIZED (SELECT {_EDGE_COLUMNS} FROM facts f WHERE f.kind = 'relation' AND {belief}"
-        " AND f.support = 'current' AND (f.subject_id = ANY(%(f)s::uuid[]) OR f.object_id = ANY(%(f)s::uuid[]))"
-        " AND (cardinality(%(p)s::text[]) = 0 OR f.predicate = ANY(%(p)s::text[]))"
-        " AND (f.valid_from IS NULL OR f.valid_from <= %(v)s) AND (f.valid_until IS NULL OR f.valid_until > %(v)s))"
-        f" SELECT * FROM f WHERE {servable('visible_fact', 'f')} AND {servable('entity', 'f', 'subject_id')}"
-        f" AND {servable('entity', 'f', 'object_id')} ORDER BY f.evidence_count DESC, f.fact_id LIMIT %(n)s",
-        {"f": frontier, "p": predicates, "v": valid_at, "b": believed_at, "n": limit})
+        conn, "SELECT e.relation_id, e.subject_id, e.object_id, e.predicate, e.label, e.evidence_count, e.valid_from,"
+        " e.valid_until, e.valid_precision, e.ingested_at, e.invalidated_at, e.support"
+        " FROM memory_v1_private.walkable_edges(%(v)s::timestamptz,"
+        " coalesce(%(b)s::timestamptz, memory_v1_private.evaluated_at()),"
+        " %(p)s::text[], %(f)s::uuid[]) e ORDER BY e.evidence_count DESC, e.relation_id LIMIT %(n)s",
+        {"f": frontier, "p": predicates or None, "v": valid_at, "b": believed_at, "n": limit})
 
 
 async def entity_names(conn: Conn, ids: list[str]) -> dict[str, str]:

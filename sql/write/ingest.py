@@ -21,8 +21,7 @@ from datetime import datetime
 import numpy as np
 import psycopg
 
-# A fixed namespace: IDs must come out the same in every process and on every run.
-NAMESPACE = uuid.UUID("5b0f4a3e-6c1d-4e0a-9a5e-2f8d7c6b1a90")
+from sql.ids import NAMESPACE
 
 # Statuses of a version whose early stages an earlier run started and did not finish.
 _UNFINISHED = ("ingesting", "converting", "structuring")
@@ -34,11 +33,6 @@ def doc_id_for(source_kind: str, source_ref: str) -> str:
 
 def version_id_for(doc_id: str, seq: int, content_hash: str) -> str:
     return str(uuid.uuid5(NAMESPACE, f"version\x00{doc_id}\x00{seq}\x00{content_hash}"))
-
-
-def child_id(version_id: str, kind: str, ord_: int) -> str:
-    """IDs of sections and chunks: fixed by their version and position."""
-    return str(uuid.uuid5(NAMESPACE, f"{kind}\x00{version_id}\x00{ord_}"))
 
 
 @dataclass(frozen=True)

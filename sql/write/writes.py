@@ -20,8 +20,8 @@ from pgvector import Vector
 from psycopg.types.json import Jsonb
 
 from pipeline import records
+from sql.ids import child_id
 from sql.write import reconcile
-from sql.write.ingest import child_id
 
 # Pipeline stage → the per-version work stage whose status records it.
 WORK_STAGE = {
