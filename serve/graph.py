@@ -1,8 +1,9 @@
 """Graph routes over the live fact tables: neighbourhood, path, citation path.
 
-Breadth-first over relations, one SQL round per hop, bounded by `limit` edges; both clocks
-(`valid_at`, `believed_at`) filter every edge, and a withdrawn edge never appears (so no path
-runs through one).
+Breadth-first over relations, one SQL round per hop, bounded by `limit` edges. The edges are
+memory_v1's (`memory_v1_private.walkable_edges`, migration 0016): a relation believed at
+`believed_at` and confirmed at `valid_at` (a complete window), so a withdrawn edge, or one whose
+window is unknown or partial, never appears and no path runs through one.
 """
 
 from __future__ import annotations

@@ -142,8 +142,9 @@ EXPANSION_EDGES = 2000   # relations one expansion hop may read
 async def expand(conn: Conn, anchors: list[str], hops: int, *, valid_at: datetime,
                  predicate: str | None) -> list[tuple[str, int]]:
     """(entity_id, hops) of the neighbours within `hops` on the live graph at `valid_at` (the
-    graph routes' edges: believed now, not withdrawn), nearest first and, within a hop, along the
-    best-evidenced relations first, filling at most 20 entities with the anchors."""
+    graph routes' edges: believed now, confirmed at `valid_at`, not withdrawn), nearest first and,
+    within a hop, along the best-evidenced relations first, filling at most 20 entities with the
+    anchors."""
     seen, added, frontier = set(anchors), [], list(anchors)
     for hop in range(1, hops + 1):
         if not frontier or len(seen) >= GRAPH_ENTITIES:

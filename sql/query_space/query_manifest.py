@@ -10,8 +10,9 @@ a release reports the same hash:
   comments`), and `GET /query/space` can return it as it is.
 - `sql/migrations/0004_memory_v1.sql`: the SQL of every view and function, cut into sections by
   its `-- @view NAME` / `-- @function NAME` / `-- @support NAME` / `-- @grants` markers. The
-  section text is the object's definition in the manifest. A later migration's `@support` and
-  `@view` sections (0007: what the memory serves) replace or extend 0004's.
+  section text is the object's definition in the manifest. A later migration's `@support`,
+  `@view` and `@function` sections (0007: what the memory serves; 0016: one read engine) replace
+  or extend 0004's.
 - `sql/query_space/query_catalog.py`: limits and grammar lists.
 
 `check_live(conn)` compares a database against that: view columns (names, order, types),
@@ -63,10 +64,10 @@ def migration_text() -> str:
 
 
 def later_sections() -> dict[str, dict[str, str]]:
-    """The `@support` and `@view` sections of the migrations after 0004, in order: a later
-    migration that redefines a view or a building block of the views (applied migrations never
-    change) replaces its text."""
-    found: dict[str, dict[str, str]] = {"support": {}, "view": {}}
+    """The `@support`, `@view` and `@function` sections of the migrations after 0004, in order: a
+    later migration that redefines a view, a function or a building block of them (applied
+    migrations never change) replaces its text."""
+    found: dict[str, dict[str, str]] = {"support": {}, "view": {}, "function": {}}
     directory = resources.files("sql").joinpath("migrations")
     for entry in sorted(directory.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".sql") and entry.name > MIGRATION_FILE:

@@ -124,16 +124,16 @@ def entity_facts(conn: psycopg.Connection, entity_ids: list[str]) -> Result:
 
 def believed(conn: psycopg.Connection, believed_at: datetime, valid_at: datetime) -> Result:
     """The facts the memory held at `believed_at` (ingested by then, not yet invalidated) that
-    were true at `valid_at` by their windows; partial windows as possible matches."""
+    were true at `valid_at` by their windows; partial windows as possible matches: the rules of
+    memory_v1.facts_as_of, without its row cap."""
     return _query(conn, """
         SELECT f.fact_id::text, f.fact_kind AS kind, f.fact_label AS label, f.valid_from, f.valid_until,
                f.valid_precision, f.ingested_at, f.invalidated_at, f.evidence_count_current AS evidence,
-               CASE WHEN f.valid_from IS NOT NULL AND (f.valid_until IS NOT NULL OR f.valid_precision = 'open')
+               CASE WHEN memory_v1_private.window_complete(f.valid_from, f.valid_until, f.valid_precision)
                     THEN 'true' ELSE 'possible' END AS match
         FROM memory_v1.facts_visible_history f
-        WHERE f.ingested_at <= %(b)s AND (f.invalidated_at IS NULL OR f.invalidated_at > %(b)s)
-          AND (f.valid_from IS NULL OR f.valid_from <= %(v)s)
-          AND (f.valid_until IS NULL OR f.valid_until > %(v)s)
+        WHERE memory_v1_private.believed(f.ingested_at, f.invalidated_at, %(b)s)
+          AND memory_v1_private.may_hold(f.valid_from, f.valid_until, %(v)s)
         ORDER BY match DESC, f.evidence_count_current DESC, f.fact_label""", {"b": believed_at, "v": valid_at})
 
 

@@ -81,19 +81,19 @@ async def nominate_words(conn: Conn, text: str, predicate: str | None) -> list[s
         {"t": text, "like": f"%{text}%", "p": predicate, "n": CANDIDATES})]
 
 
-# Vectors travel in binary (`%b`), as in `read_queries.nominate`.
+# Nomination by meaning is memory_v1's (`memory_v1_private.semantic_nominate`, as for claims and
+# chunks); vectors travel in binary (`%b`), as in `read_queries.nominate`.
 async def nominate_meaning(conn: Conn, vector: Any, predicate: str | None) -> list[str]:
     return [r[0] for r in await fetch(
-        conn, "SELECT f.fact_id::text FROM facts f WHERE f.embedding IS NOT NULL" + _PREDICATE +
-        " ORDER BY f.embedding <=> %(v)b, f.fact_id LIMIT %(n)s",
-        {"v": vector, "p": predicate, "n": CANDIDATES})]
+        conn, "SELECT id::text FROM memory_v1_private.semantic_nominate('facts', %(v)b, %(n)s, predicate => %(p)s)"
+        " ORDER BY ord", {"v": vector, "p": predicate, "n": CANDIDATES})]
 
 
 async def best_profiles(conn: Conn, vector: Any) -> list[str]:
     """The entities whose profile vectors are nearest the question."""
     return [r[0] for r in await fetch(
-        conn, "SELECT entity_id::text FROM entities WHERE profile_embedding IS NOT NULL"
-        " ORDER BY profile_embedding <=> %b, entity_id LIMIT %s", (vector, PROFILE_ENTITIES))]
+        conn, "SELECT id::text FROM memory_v1_private.semantic_nominate('entities', %b, %s) ORDER BY ord",
+        (vector, PROFILE_ENTITIES))]
 
 
 async def confirm(conn: Conn, ids: list[str]) -> list[tuple]:

@@ -193,15 +193,15 @@ def version_counts(conn: psycopg.Connection) -> list[tuple[str, int]]:
 
 
 def totals(conn: psycopg.Connection) -> dict[str, int]:
-    """What the memory serves, counted through the `memory_v1` views every read goes through
-    (0004, 0007): a deleted document, a superseded version, testimony no longer current or an
+    """What the memory serves, counted through the views every read goes through (0004, 0007): a
+    deleted document, a superseded version, testimony no longer current, a retracted fact or an
     entity without live provenance is not counted, as no read returns it."""
     row = conn.execute(
         "SELECT (SELECT count(*) FROM memory_v1.documents_live),"
         " (SELECT count(*) FROM memory_v1.document_versions_visible),"
         " (SELECT count(*) FROM memory_v1.sections_live), (SELECT count(*) FROM memory_v1.chunks_live),"
         " (SELECT count(*) FROM memory_v1.claims_live), (SELECT count(*) FROM memory_v1.entities_current),"
-        " (SELECT count(*) FROM memory_v1.facts_visible_history WHERE invalidated_at IS NULL)").fetchone()
+        " (SELECT count(*) FROM memory_v1_private.believed_facts)").fetchone()
     return dict(zip(("documents", "versions", "sections", "chunks", "claims", "entities", "facts"), row))
 
 
