@@ -21,8 +21,8 @@ def start(settings: Settings, host: str, port: int) -> str:
 
     from actors.embedder import model_dimension
     from serve import admission, auth
-    from serve.app import DeploymentInfo
     from serve.deployment import APP_NAME, application
+    from serve.replica import DeploymentInfo
     from sql.store import authority as store
     from sql.write import reconcile
 

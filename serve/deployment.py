@@ -18,7 +18,8 @@ import numpy as np
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
-from serve.app import DeploymentInfo, build_app, open_pools
+from serve.app import build_app
+from serve.replica import DeploymentInfo, open_pools
 
 APP_NAME = "corpusmem"
 # Questions encoded together: how many at most, and how long the first waits for company. A lone

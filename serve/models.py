@@ -12,7 +12,8 @@ from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
+from pydantic_core import PydanticCustomError
 
 
 def _utc(value: datetime | None) -> str | None:
@@ -24,6 +25,32 @@ def _utc(value: datetime | None) -> str | None:
 
 
 UTC = Annotated[datetime, PlainSerializer(_utc, return_type=str)]
+
+# The error type of an instant a caller gave that is not UTC; the app answers it with the seed's
+# one-line detail, `{name} must be UTC (Z or +00:00)` (`utc_required`).
+NOT_UTC = "not_utc"
+
+
+def _utc_only(value: datetime) -> datetime:
+    offset = value.utcoffset()
+    if offset is None or offset.total_seconds() != 0:
+        raise PydanticCustomError(NOT_UTC, "must be UTC (Z or +00:00)")
+    return value
+
+
+# An instant a caller gives (a parameter or a body field): naive or another offset is refused.
+UtcInstant = Annotated[datetime, AfterValidator(_utc_only)]
+
+
+def utc_required(name: str) -> str:
+    """The detail of a refused instant, naming its parameter."""
+    return f"{name} must be UTC (Z or +00:00)"
+
+
+def envelope(result: BaseModel) -> dict[str, Any]:
+    """A result as its route's JSON body: by alias (`from`), instants as strings."""
+    return result.model_dump(mode="json", by_alias=True)
+
 
 Precision = Literal["unknown", "instant", "day", "month", "quarter", "year", "open"]
 

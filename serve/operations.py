@@ -55,6 +55,9 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                        "predicate": _PREDICATE, "time": TIME}},
 }
 
+# The operations `POST /operations/{name}` runs.
+NAMES: tuple[str, ...] = tuple(SCHEMAS)
+
 _CATALOGUE = {
     # name: (description, result_contract, output_grain, answer_intent, version, plan hash)
     "resolve_entity": ("Resolve a name to ranked current survivor candidates; never silently guess.", "envelope",

@@ -15,7 +15,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from serve import cost_export
-from serve.app import DeploymentInfo, build_app, open_pools
+from serve.app import build_app
+from serve.replica import DeploymentInfo, open_pools
 from tests.support.apps import no_embedder
 from tests.support.cli import corpusmem
 from tests.support.memory import do_import

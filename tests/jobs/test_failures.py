@@ -117,7 +117,8 @@ def _dropping_writer_connections(settings: Settings, limit: int) -> Iterator[lis
 
 
 def _app(settings: Settings):
-    from serve.app import DeploymentInfo, build_app, open_pools
+    from serve.app import build_app
+    from serve.replica import DeploymentInfo, open_pools
 
     async def no_query_embedding(text: str, _pin: str | None = None):
         raise RuntimeError("readiness needs no query vector")

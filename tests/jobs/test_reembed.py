@@ -17,7 +17,8 @@ from fastapi.testclient import TestClient
 from actors.embedder import DEFAULT_MODEL, load_model, model_for_pin, resolve_model
 from jobs import reembed
 from jobs.settings import Settings
-from serve.app import DeploymentInfo, build_app, open_pools
+from serve.app import build_app
+from serve.replica import DeploymentInfo, open_pools
 from sql.store import authority as store
 from tests.support.memory import do_import, rows
 from tests.support.paths import EXAMPLES

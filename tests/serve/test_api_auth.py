@@ -13,7 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from serve import auth
-from serve.app import DeploymentInfo, build_app, open_pools
+from serve.app import build_app
+from serve.replica import DeploymentInfo, open_pools
 from tests.support.apps import no_embedder
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,8 @@ from fastapi.testclient import TestClient
 from jobs import entities_cli
 from jobs.settings import Settings
 from serve import auth, graph, reads
-from serve.app import DeploymentInfo, build_app, open_pools
+from serve.app import build_app
+from serve.replica import DeploymentInfo, open_pools
 from serve.retrieval import facts as facts_retrieval
 from sql.read import digest_queries, facts_queries
 from tests.support.apps import no_embedder

@@ -8,7 +8,7 @@ import uuid
 import psycopg
 import pytest
 
-from serve.app import open_pools, read_snapshot
+from serve.replica import open_pools, read_snapshot
 
 pytestmark = pytest.mark.integration
 

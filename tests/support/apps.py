@@ -8,7 +8,8 @@ from fastapi.testclient import TestClient
 
 from jobs.settings import Settings
 from serve import admission
-from serve.app import DeploymentInfo, build_app, open_pools
+from serve.app import build_app
+from serve.replica import DeploymentInfo, open_pools
 
 
 async def no_embedder(_text: str, _pin: str | None = None) -> list[float]:
