@@ -6,82 +6,49 @@ transaction with the seed's timeouts and memory caps, and its rows are fetched t
 server-side cursor that never reads past the row cap. Every outcome, refusals included, is a
 complete `QueryResult/v1` dict; raw database detail never reaches `error_message`.
 
-Admission (concurrency and statement-seconds per minute, per caller and per deployment) is
-counted in this process: exact for one server replica, per replica when there are several.
+Admission (concurrent statements and statement-seconds per minute, per caller and per
+deployment) is `sql.admission`'s controller under `STATEMENTS`, the seed's limits; its
+refusals are `concurrency_exceeded` and `quota_exceeded`. Error codes are `query_errors`'s,
+value conversions `query_values`'s, and invocation records `query_telemetry`'s.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import threading
 import time
 import uuid
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
-from datetime import time as dtime
-from decimal import Decimal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
-from psycopg import errors as pg
 from psycopg import sql as pgsql
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from sql.admission import Admission, NotAdmitted, Policy
 from sql.query_space import query_catalog as catalog
 from sql.query_space import query_manifest, validator
+from sql.query_space.query_errors import Refused, map_error
+from sql.query_space.query_telemetry import graph_invocation, json_list, semantic_invocation
+from sql.query_space.query_values import adapt, encoded_size, json_safe, row_size, type_name
 from sql.store.authority import HNSW_EF_SEARCH
 
 _log = logging.getLogger(__name__)
 LIMITS = catalog.INTERACTIVE_LIMITS
+# The seed's admission of statements: concurrent statements and statement-seconds per minute.
+STATEMENTS = Policy(caller_in_flight=LIMITS["concurrent_per_caller"],
+                    deployment_in_flight=LIMITS["concurrent_per_deployment"],
+                    caller_seconds=LIMITS["statement_seconds_per_caller_minute"],
+                    deployment_seconds=LIMITS["statement_seconds_per_deployment_minute"])
+# The seed's code for each limit of `STATEMENTS` that can refuse a statement.
+_NOT_ADMITTED = {"in_flight": "concurrency_exceeded", "seconds": "quota_exceeded"}
 
-# The caller-safe message of every code this runner can answer with (never database text).
-MESSAGES: dict[str, str] = {
-    "invalid_parameter": "the statement's parameters or text are not acceptable",
-    "relation_not_allowed": "the statement reads a relation outside the memory_v1 query space",
-    "function_not_allowed": "the statement calls a function outside the memory_v1 query space",
-    "statement_not_allowed": "the statement tried something a read-only query may not do",
-    "schema_version_mismatch": "the database's memory_v1 views do not match this server's manifest; "
-                               "an operator must finish the upgrade (migrations)",
-    "quota_exceeded": "the statement-seconds budget for this minute is spent; retry later",
-    "concurrency_exceeded": "too many statements are running for this caller or deployment; retry later",
-    "statement_timeout": "the statement ran past its timeout",
-    "lock_timeout": "a lock was not available within the lock timeout",
-    "resource_limit": "the statement exceeded a memory, temporary-file or connection limit",
-    "execution_error": "the statement failed while running (for example a bad cast of a parameter)",
-    "pg_unavailable": "the database is unavailable",
-    "p1_unavailable": "the search index could not be searched, or no embedder is configured",
-    "graph_unavailable": "a graph function returned no usable status",
-    "generation_unavailable": "no usable embedding generation for the requested rows",
-    "confirmation_failed": "nominated rows could not be confirmed against the database",
-}
-# Codes a public function may raise itself, as `code: message` (its own, caller-safe text).
-FUNCTION_CODES = ("invalid_parameter", "quota_exceeded", "p1_unavailable", "generation_unavailable",
-                  "confirmation_failed", "graph_unavailable", "corpus_body_unavailable", "execution_error")
-GRAPH_BUDGETS = ("depth_budget", "expansion_budget", "frontier_budget", "result_budget", "time_budget")
 # Path rows after the row cap are still read (not kept) so the terminal status row is never lost.
 _GRAPH_STATUS_SCAN = 10_000
-
-# PostgreSQL's own spelling (`format_type`) of the types psycopg names by their catalog name.
-_TYPE_NAMES = {"int2": "smallint", "int4": "integer", "int8": "bigint", "float4": "real",
-               "float8": "double precision", "bool": "boolean", "timestamptz": "timestamp with time zone",
-               "timestamp": "timestamp without time zone", "varchar": "character varying", "bpchar": "character",
-               "timetz": "time with time zone", "time": "time without time zone"}
-
-
-class Refused(Exception):
-    """A statement refused or failed with one of the seed's codes; `message` is caller-safe."""
-
-    def __init__(self, code: str, message: str | None = None, *, rejected: bool = True) -> None:
-        super().__init__(f"{code}: {message or MESSAGES.get(code, code)}")
-        self.code = code
-        self.message = message or MESSAGES.get(code, code)
-        self.rejected = rejected
 
 
 @dataclass(frozen=True)
@@ -107,97 +74,6 @@ class Caps:
                 "statement_timeout_ms": self.statement_timeout_ms, "analytical_tier": False}
 
 
-@dataclass
-class _Budget:
-    running: int = 0
-    spent: deque = field(default_factory=deque)   # (finished monotonic, seconds)
-
-    def seconds_last_minute(self, now: float) -> float:
-        while self.spent and self.spent[0][0] < now - 60:
-            self.spent.popleft()
-        return sum(s for _, s in self.spent)
-
-
-class Admission:
-    """The seed's admission limits: concurrent statements and statement-seconds per minute, per
-    caller (the kind of credential) and per deployment."""
-
-    def __init__(self, *, per_caller: int = LIMITS["concurrent_per_caller"],
-                 per_deployment: int = LIMITS["concurrent_per_deployment"],
-                 caller_seconds: float = LIMITS["statement_seconds_per_caller_minute"],
-                 deployment_seconds: float = LIMITS["statement_seconds_per_deployment_minute"]) -> None:
-        self._lock = threading.Lock()
-        self._limits = (per_caller, per_deployment, caller_seconds, deployment_seconds)
-        self._callers: dict[str, _Budget] = {}
-        self._deployment = _Budget()
-
-    @contextmanager
-    def admit(self, caller: str) -> Iterator[None]:
-        per_caller, per_deployment, caller_seconds, deployment_seconds = self._limits
-        with self._lock:
-            now = time.monotonic()
-            mine = self._callers.setdefault(caller, _Budget())
-            if mine.running >= per_caller or self._deployment.running >= per_deployment:
-                raise Refused("concurrency_exceeded")
-            if (mine.seconds_last_minute(now) >= caller_seconds
-                    or self._deployment.seconds_last_minute(now) >= deployment_seconds):
-                raise Refused("quota_exceeded")
-            mine.running += 1
-            self._deployment.running += 1
-        started = time.monotonic()
-        try:
-            yield
-        finally:
-            with self._lock:
-                finished = time.monotonic()
-                for budget in (mine, self._deployment):
-                    budget.running -= 1
-                    budget.spent.append((finished, finished - started))
-
-
-def json_safe(value: Any) -> Any:
-    """A database value as JSON: ids and instants as strings, as the seed's examples show them."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() and abs(value) < 2 ** 53 else (
-            float(value) if value.is_finite() else str(value))
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, (date, dtime)):
-        return value.isoformat()
-    if isinstance(value, timedelta):
-        return _iso_duration(value)
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return "\\x" + bytes(value).hex()
-    return str(value)
-
-
-def _iso_duration(value: timedelta) -> str:
-    seconds = value.total_seconds()
-    sign = "-" if seconds < 0 else ""
-    seconds = abs(seconds)
-    days, rest = divmod(seconds, 86_400)
-    return f"{sign}P{int(days)}DT{rest:g}S"
-
-
-def encoded_size(rows: Sequence[Any]) -> int:
-    """JSON-encoded size in bytes of the returned rows (`returned_byte_count`)."""
-    return len(json.dumps(list(rows), separators=(",", ":"), ensure_ascii=False).encode())
-
-
-def _row_size(row: list[Any]) -> int:
-    return len(json.dumps(row, separators=(",", ":"), ensure_ascii=False).encode())
-
-
 class QueryRunner:
     """Runs statements for one deployment. `owner_dsn` reaches the authority as its owner (for the
     manifest check); statements themselves run on connections of the sandbox role."""
@@ -208,7 +84,7 @@ class QueryRunner:
         self.owner_dsn = owner_dsn
         self.deployment_id = str(deployment_id)
         self.embed = embed
-        self.admission = admission or Admission()
+        self.admission = admission or Admission(STATEMENTS)
         self.surface_manifest_hash = query_manifest.manifest_hash()
         self._check_manifest = check_manifest
         self._manifest_problem: str | None = None
@@ -265,8 +141,14 @@ class QueryRunner:
             self._check_live_manifest()
             # Embedding happens before admission: the budgets count database time only.
             vectors = {} if explain else self._query_vectors(statement, parameters)
-            with self.admission.admit(caller):
+            try:
+                ticket = self.admission.enter(caller)
+            except NotAdmitted as refused:
+                raise Refused(_NOT_ADMITTED[refused.reason]) from None
+            try:
                 return self._execute(statement, parameters, caps, base, clock, explain, vectors)
+            finally:
+                self.admission.leave(ticket)
         except Refused as refusal:
             return self._refusal(base, refusal, clock, rejected=refusal.rejected)
 
@@ -338,7 +220,7 @@ class QueryRunner:
             base["limits"] = caps.as_limits()
         if vectors is None:
             vectors = {} if explain else self._query_vectors(statement, parameters)
-        values = [_adapt(p) for p in parameters]
+        values = [adapt(p) for p in parameters]
         try:
             with self._connection() as conn:
                 try:
@@ -420,7 +302,7 @@ class QueryRunner:
         except psycopg.Error as err:
             if conn.broken:
                 raise   # the connection itself failed: pg_unavailable
-            code, message = _map_error(err)
+            code, message = map_error(err)
             raise Refused(code, message, rejected=False) from None
 
     def _explain(self, conn: psycopg.Connection, statement: Any, values: list[Any], base: dict[str, Any],
@@ -439,7 +321,7 @@ class QueryRunner:
                base: dict[str, Any], snapshot: datetime, clock: float) -> dict[str, Any]:
         cur = psycopg.RawServerCursor(conn, "corpusmem_statement")
         cur.execute(statement.sql, values)   # DECLARE ... CURSOR: one query, extended protocol
-        columns = [{"name": d.name, "type": _type_name(conn, d.type_code), "nullable": True}
+        columns = [{"name": d.name, "type": type_name(conn, d.type_code), "nullable": True}
                    for d in cur.description or []]
         names = [c["name"] for c in columns]
         kind_at = names.index("row_kind") if "row_kind" in names and any(
@@ -458,7 +340,7 @@ class QueryRunner:
             if len(rows) >= caps.row_cap:
                 truncation = "row_cap"
                 break
-            added = _row_size(row) + (1 if rows else 0)
+            added = row_size(row) + (1 if rows else 0)
             if size + added > caps.byte_cap:
                 truncation = "byte_cap"
                 break
@@ -474,10 +356,10 @@ class QueryRunner:
         invocations = conn.execute(
             "SELECT current_setting('corpusmem.semantic_invocations', true),"
             " current_setting('corpusmem.graph_invocations', true)").fetchone()
-        semantic = [_semantic_invocation(i) for i in _json_list(invocations[0])]
+        semantic = [semantic_invocation(i) for i in json_list(invocations[0])]
         graph_calls = [c for c in statement.public_calls if c.category == "graph"]
-        graphs = [_graph_invocation(i, n, graph_calls) for n, i in enumerate(_json_list(invocations[1]))] or \
-            [_graph_invocation(s, n, graph_calls) for n, s in enumerate(statuses)]
+        graphs = [graph_invocation(i, n, graph_calls) for n, i in enumerate(json_list(invocations[1]))] or \
+            [graph_invocation(s, n, graph_calls) for n, s in enumerate(statuses)]
         warnings = [f"{g['function']} (call {g['ordinal']}) reached its {g['truncation_reason']}"
                     for g in graphs if g["truncation_reason"]]
         if truncation is None:
@@ -519,90 +401,6 @@ def _check_sizes(sql: str, parameters: list[Any]) -> None:
         raise Refused("invalid_parameter", f"more than {LIMITS['parameters_count']} parameters")
     if len(json.dumps(parameters, default=str).encode()) > LIMITS["parameters_bytes"]:
         raise Refused("invalid_parameter", f"the parameters are over {LIMITS['parameters_bytes']} bytes encoded")
-
-
-def _adapt(value: Any) -> Any:
-    """A JSON parameter as psycopg should send it: objects as jsonb, everything else as itself."""
-    from psycopg.types.json import Jsonb
-
-    if isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value)):
-        return Jsonb(value)
-    return value
-
-
-def _type_name(conn: psycopg.Connection, oid: int) -> str:
-    info = conn.adapters.types.get(oid)
-    if info is None:
-        return "unknown"
-    if oid == info.array_oid:
-        return f"{_TYPE_NAMES.get(info.name, info.name)}[]"
-    return _TYPE_NAMES.get(info.name, info.name)
-
-
-def _map_error(err: psycopg.Error) -> tuple[str, str]:
-    """The seed's code and a caller-safe message for a database error; never its raw text."""
-    primary = (err.diag.message_primary or "") if err.diag else ""
-    code, _, rest = primary.partition(":")
-    if code in FUNCTION_CODES and rest.strip():
-        return code, rest.strip()
-    if isinstance(err, pg.QueryCanceled):
-        return "statement_timeout", MESSAGES["statement_timeout"]
-    if isinstance(err, pg.LockNotAvailable):
-        return "lock_timeout", MESSAGES["lock_timeout"]
-    if isinstance(err, pg.InsufficientPrivilege | pg.UndefinedTable | pg.InvalidSchemaName | pg.UndefinedFunction):
-        # The role refused what the parser let through: say which kind of object, not its name.
-        if isinstance(err, pg.UndefinedFunction) or "function" in primary:
-            return "function_not_allowed", MESSAGES["function_not_allowed"]
-        return "relation_not_allowed", MESSAGES["relation_not_allowed"]
-    if isinstance(err, pg.SyntaxError):
-        # PostgreSQL's own parser refused what sqlglot accepted; a cursor or a prepared statement
-        # holds one query only, so a second statement or a non-query ends here too.
-        if "multiple commands" in primary:
-            return "multiple_statements", "more than one statement"
-        return "parse_error", "the statement does not parse as a PostgreSQL query"
-    if isinstance(err, pg.ReadOnlySqlTransaction):
-        return "statement_not_allowed", MESSAGES["statement_not_allowed"]
-    if isinstance(err, pg.InsufficientResources | pg.ProgramLimitExceeded | pg.OutOfMemory | pg.DiskFull
-                  | pg.ConfigurationLimitExceeded | pg.TooManyConnections):
-        return "resource_limit", MESSAGES["resource_limit"]
-    return "execution_error", MESSAGES["execution_error"]
-
-
-def _json_list(text: str | None) -> list[dict[str, Any]]:
-    if not text:
-        return []
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return []
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
-_SEMANTIC_INTS = ("nominated", "confirmed", "dropped_stale", "dropped_filtered", "dropped_ambiguous", "dropped_absent",
-                  "dropped_body_mismatch", "dropped_absent_current", "dropped_absent_projection",
-                  "dropped_hash_mismatch")
-_SEMANTIC_TEXTS = ("policy_generation", "embedder_generation", "generation", "pg_confirmed_at", "termination_reason")
-
-
-def _semantic_invocation(raw: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"function": str(raw.get("function", ""))}
-    out.update({k: int(raw.get(k) or 0) for k in _SEMANTIC_INTS})
-    out.update({k: (None if raw.get(k) is None else str(raw[k])) for k in _SEMANTIC_TEXTS})
-    return out
-
-
-def _graph_invocation(raw: dict[str, Any], ordinal: int, calls: list[Any]) -> dict[str, Any]:
-    function = raw.get("function") or (calls[ordinal].name if ordinal < len(calls) else calls[-1].name)
-    reason = raw.get("truncation_reason")
-    return {
-        "ordinal": int(raw.get("ordinal", ordinal)), "function": function,
-        "truncated": bool(raw.get("truncated")), "truncation_reason": reason if reason in GRAPH_BUDGETS else None,
-        "examined_edges": int(raw.get("examined_edges") or 0), "returned_paths": int(raw.get("returned_paths") or 0),
-        **{k: max(1, int(raw.get(k) or 1)) for k in ("effective_depth", "effective_expansion_budget",
-                                                    "effective_frontier_budget", "effective_result_budget",
-                                                    "effective_time_budget_ms")},
-        **{k: raw.get(k) for k in ("applied_valid_at", "applied_believed_at", "evaluated_at")},
-    }
 
 
 def _grain_tags() -> dict[str, str]:

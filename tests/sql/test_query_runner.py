@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 
 import psycopg
 import pytest
@@ -19,8 +20,9 @@ from psycopg import sql as pgsql
 
 from serve.query_models import QueryResult
 from serve.retrieval import facts as facts_retrieval
+from sql.admission import Admission, NotAdmitted
 from sql.query_space import query_catalog, query_manifest, saved_queries
-from sql.query_space.query_runner import Admission, Caps, QueryRunner, Refused
+from sql.query_space.query_runner import STATEMENTS, Caps, QueryRunner
 from sql.query_space.validator import ValidatedStatement
 from sql.read import facts_queries
 from tests.support.memory import clone_example, unique_name
@@ -52,8 +54,8 @@ def embed(corpus):
 @pytest.fixture(scope="module")
 def runner(corpus, embed):
     # A budget per test module run far above what these tests spend: admission has its own tests.
-    run = QueryRunner(corpus[0].dsn, corpus[1], embed, admission=Admission(caller_seconds=600,
-                                                                            deployment_seconds=600))
+    run = QueryRunner(corpus[0].dsn, corpus[1], embed,
+                      admission=Admission(replace(STATEMENTS, caller_seconds=600, deployment_seconds=600)))
     yield run
     run.close()
 
@@ -279,7 +281,7 @@ def test_random_statements_stay_inside_memory_v1_and_the_time_cap(runner, sql):
 
 
 def test_admission_refuses_a_third_concurrent_statement_per_caller(corpus, embed):
-    admission = Admission()
+    admission = Admission(STATEMENTS)
     run = QueryRunner(corpus[0].dsn, corpus[1], embed, admission=admission)
     try:
         with admission.admit("credential:a"), admission.admit("credential:a"):
@@ -292,7 +294,8 @@ def test_admission_refuses_a_third_concurrent_statement_per_caller(corpus, embed
 
 
 def test_admission_refuses_past_the_statement_seconds_budget(corpus, embed):
-    run = QueryRunner(corpus[0].dsn, corpus[1], embed, admission=Admission(caller_seconds=0.000_001))
+    run = QueryRunner(corpus[0].dsn, corpus[1], embed,
+                      admission=Admission(replace(STATEMENTS, caller_seconds=0.000_001)))
     try:
         first = parsed(run.run("SELECT count(*) FROM claims_live", caller="open"))
         second = parsed(run.run("SELECT count(*) FROM claims_live", caller="open"))
@@ -490,14 +493,14 @@ def test_an_unreachable_database_is_pg_unavailable(tmp_path):
 
 
 def test_admission_counts_the_deployment_across_callers():
-    admission = Admission()
+    admission = Admission(STATEMENTS)
     holders = [admission.admit(f"credential:{n}") for n in range(8)]
     for held in holders:
         held.__enter__()
     try:
-        with pytest.raises(Refused) as refused, admission.admit("credential:9"):
+        with pytest.raises(NotAdmitted) as refused, admission.admit("credential:9"):
             pass
-        assert refused.value.code == "concurrency_exceeded"
+        assert refused.value.reason == "in_flight"
     finally:
         for held in holders:
             held.__exit__(None, None, None)
