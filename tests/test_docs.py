@@ -193,3 +193,20 @@ def test_every_relative_link_and_image_resolves(page):
         if not linked.exists() or (anchor and linked.suffix == ".md" and anchor not in _anchors(linked)):
             broken.append(target)
     assert broken == []
+
+
+_PROJECT_PATH = re.compile(r"`((?:jobs|serve|sql|actors|pipeline|tests|scripts|deploy|notebooks|examples)/[\w./-]*)"
+                           r"(?:::(\w+))?`")
+
+
+@pytest.mark.parametrize("page", [ROOT / "README.md", *DOCS], ids=lambda p: p.name)
+def test_every_file_and_function_the_docs_name_exists(page):
+    """A module that moves or a function that is renamed takes its mention in the docs with it."""
+    gone = []
+    for path, name in _PROJECT_PATH.findall(page.read_text()):
+        named = ROOT / path.rstrip(".")
+        if not named.exists():
+            gone.append(path)
+        elif name and not re.search(rf"^(async def|def|class) {name}\b|^{name} =", named.read_text(), re.M):
+            gone.append(f"{path}::{name}")
+    assert gone == []
