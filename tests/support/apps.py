@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from jobs.settings import Settings
 from serve import admission
 from serve.app import build_app
-from serve.replica import DeploymentInfo, open_pools
+from serve.replica import DeploymentInfo, Embed, open_pools
 
 
 async def no_embedder(_text: str, _pin: str | None = None) -> list[float]:
@@ -17,7 +17,7 @@ async def no_embedder(_text: str, _pin: str | None = None) -> list[float]:
     raise RuntimeError("no embedder in this test")
 
 
-def client(settings: Settings, embed, limits: admission.Limits = admission.Limits()) -> Iterator[TestClient]:
+def client(settings: Settings, embed: Embed, limits: admission.Limits = admission.Limits()) -> Iterator[TestClient]:
     """The app over `settings` with `embed` for questions, open for the block (a fixture's body)."""
     pools = open_pools(settings.dsn, general=2, retrieval=2, graph=1)
     info = DeploymentInfo("00000000-0000-0000-0000-0000000000bb", "test", "all-MiniLM-L6-v2",
