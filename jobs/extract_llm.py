@@ -24,9 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from actors.embedder import ModelRef
-from actors.llm_stage import CONTEXT_SCHEMA, LandClaims, LoadContexts
+from actors.embedder import ModelNotFound
+from actors.extractor import ExtractorConfig, ExtractorUnavailable
+from actors.llm_stage import CONTEXT_SCHEMA
 from actors.retries import GaveUp, RetryPolicy
+from jobs import stages
+from jobs.stages import Embedding, Run
 from pipeline.claims import llm_io
 from sql.read import claims_queries
 from sql.store import authority as store
@@ -47,6 +50,20 @@ class LlmPass:
     claimify: Step
 
 
+def for_extractor(extractor: ExtractorConfig, resources: dict[str, float]) -> LlmPass | None:
+    """The pass the `vllm` extractor runs on the cluster of `resources` (None for the other
+    backends, whose claims come from the pipeline's `extract` stage). It refuses clearly before
+    anything is written."""
+    if extractor.backend != "vllm":
+        return None
+    if not extractor.llm_model:
+        raise ModelNotFound("the vllm extractor needs CORPUSMEM_LLM_MODEL: a local model folder")
+    if resources.get("GPU", 0) < 1:
+        raise ExtractorUnavailable("the vllm extractor needs a GPU in the Ray cluster and found none; "
+                                   "use --extractor rules, or openai against a `vllm serve` endpoint")
+    return vllm_pass(extractor.llm_model)
+
+
 def vllm_pass(model_path: str) -> LlmPass:
     from actors.vllm_extractor import (
         VLLMExtractorConfig,
@@ -60,37 +77,31 @@ def vllm_pass(model_path: str) -> LlmPass:
                    build_claimify_processor(config))
 
 
-def run(dsn: str, object_store: str, llm: LlmPass, embedder: ModelRef, *, device: str,
-        embed_batch_size: int, batch_size: int = 16, retry: RetryPolicy = RetryPolicy()) -> dict[str, Any]:
+def run(run: Run, llm: LlmPass, embedding: Embedding) -> dict[str, Any]:
     """Counts of what landed, and `dead_letter`: (version, why) for each version given up on."""
     import ray
 
-    with store.connect(dsn) as conn:
+    with store.connect(run.dsn) as conn:
         pending = claims_queries.pending_extraction(conn)
+    load = stages.load_contexts(run, llm.extractor)
+    land = stages.land_claims(run, extractor=llm.extractor, model_label=llm.model_label, embedding=embedding)
     totals: dict[str, Any] = {"versions": len(pending), "chunks": 0, "claims": 0, "ledger_rows": 0, "dead_letter": []}
     for start in range(0, len(pending), VERSIONS_PER_GROUP):
         group = pending[start:start + VERSIONS_PER_GROUP]
-        contexts = ray.data.from_items([{"version_id": v} for v in group]).map_batches(
-            LoadContexts, fn_constructor_kwargs={"dsn": dsn, "object_store": object_store, "extractor": llm.extractor},
-            compute=ray.data.ActorPoolStrategy(size=1), batch_size=batch_size, batch_format="pyarrow", num_cpus=0.1)
-        selected, failed = through(llm.select, contexts, CONTEXT_SCHEMA.names, retry)
-        claimified, failed_too = (through(llm.claimify, ray.data.from_items(selected), list(selected[0]), retry)
+        contexts = load(ray.data.from_items([{"version_id": v} for v in group]))
+        selected, failed = through(llm.select, contexts, CONTEXT_SCHEMA.names, run.retry)
+        claimified, failed_too = (through(llm.claimify, ray.data.from_items(selected), list(selected[0]), run.retry)
                                   if selected else ([], {}))
         if claimified:
-            landed = ray.data.from_items(claimified).map_batches(LandClaims, fn_constructor_kwargs={
-                "dsn": dsn, "extractor": llm.extractor, "model_label": llm.model_label, "embed_model": embedder,
-                "embed_device": device, "embed_batch_size": embed_batch_size},
-                compute=ray.data.ActorPoolStrategy(size=1), batch_size=batch_size * 4, batch_format="pyarrow",
-                num_cpus=0.5)
-            for batch in landed.iter_batches(batch_size=None, batch_format="pyarrow"):
+            for batch in land(ray.data.from_items(claimified)).iter_batches(batch_size=None, batch_format="pyarrow"):
                 totals["chunks"] += batch.num_rows
                 totals["claims"] += sum(batch.column("claims").to_pylist())
                 totals["ledger_rows"] += sum(batch.column("ledger_rows").to_pylist())
-        failures = sorted((v, str(GaveUp(retry.attempts, why))) for v, why in {**failed, **failed_too}.items())
+        failures = sorted((v, str(GaveUp(run.retry.attempts, why))) for v, why in {**failed, **failed_too}.items())
         if failures:
-            with store.connect(dsn) as conn:
+            with store.connect(run.dsn) as conn:
                 for version_id, reason in failures:
-                    runs.dead_letter_stage(conn, "extract_claims", [version_id], retry.attempts, reason)
+                    runs.dead_letter_stage(conn, "extract_claims", [version_id], run.retry.attempts, reason)
             totals["dead_letter"] += failures
     return totals
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import psycopg
 
@@ -23,6 +22,7 @@ from actors.db_writer import Link
 from actors.embedder import ModelRef
 from actors.extractor import ExtractorConfig
 from actors.retries import GaveUp, RetryPolicy, with_retries
+from jobs.run_report import FactsReport
 from sql.store import runs
 from sql.write import assertions as assertions_sql
 from sql.write import entities as entities_sql
@@ -33,68 +33,7 @@ _log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _ACTOR_CPUS = 0.25
-_BUCKETS = (("0", 0), ("1-3", 3), ("4-15", 15), ("16-63", 63), ("64-255", 255), ("256+", 10**9))
 _VERSIONS_PER_CALL = 64
-
-
-@dataclass
-class FactsReport:
-    claims_normalized: int = 0
-    assertions: int = 0
-    mentions_resolved: dict[str, int] = field(default_factory=dict)
-    merge_proposals: int = 0
-    # versions whose fact stage a unit that ran out of attempts dead-lettered
-    dead_letter: int = 0
-    # the step of the phase itself that ran out of attempts, and why: the phase ended there
-    gave_up: str | None = None
-    anchors: int = 0
-    decisions: int = 0
-    adjudicated: int = 0
-    reconcile: dict[str, int] = field(default_factory=dict)
-    superseded_claims: int = 0
-    vectors: dict[str, int] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
-    per_entity: list[tuple[int, int, float]] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"claims_normalized": self.claims_normalized, "assertions": self.assertions,
-                "mentions_resolved": self.mentions_resolved, "merge_proposals": self.merge_proposals,
-                "anchors": self.anchors, "assertions_adjudicated": self.adjudicated, "decisions": self.decisions,
-                "superseded_claims": self.superseded_claims, "reconcile": self.reconcile, "vectors": self.vectors,
-                "dead_letter": self.dead_letter, "gave_up": self.gave_up,
-                "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
-                "per_entity_work": self.per_entity_work()}
-
-    def per_entity_work(self) -> list[dict[str, Any]]:
-        """Adjudication cost per assertion, by how many candidate facts the entity had loaded:
-        it should stay flat as entities accumulate facts."""
-        buckets: dict[str, list[tuple[int, int, float]]] = {}
-        for facts_loaded, assertions, seconds in self.per_entity:
-            label = next(name for name, top in _BUCKETS if facts_loaded <= top)
-            buckets.setdefault(label, []).append((facts_loaded, assertions, seconds))
-        out = []
-        for name, _ in _BUCKETS:
-            got = buckets.get(name)
-            if got:
-                n = sum(a for _, a, _ in got)
-                out.append({"candidate_facts": name, "entities": len(got), "assertions": n,
-                            "ms_per_assertion": round(1000 * sum(s for _, _, s in got) / max(n, 1), 3)})
-        return out
-
-    def render(self) -> str:
-        resolved = ", ".join(f"{k} {v}" for k, v in sorted(self.mentions_resolved.items())) or "none"
-        rc = self.reconcile
-        return "\n".join([
-            f"  assertions       {self.assertions} from {self.claims_normalized} claims",
-            f"  mentions         {resolved}; {self.merge_proposals} merge proposals for review",
-            f"  adjudication     {self.adjudicated} assertions on {self.anchors} entities, {self.decisions} decisions",
-            f"  reconcile        {self.superseded_claims} claims superseded; {rc.get('retracted', 0)} facts retracted,"
-            f" {rc.get('withdrawn', 0)} withdrawn",
-            *([f"  dead letters     {self.dead_letter} versions (see `corpusmem status`)"] if self.dead_letter else []),
-            *([f"  facts phase      ended early, {self.gave_up}; `corpusmem retry` or the next import finishes it"]
-              if self.gave_up else []),
-            "  facts seconds    " + "  ".join(f"{k} {v:.2f}" for k, v in self.seconds.items()),
-        ])
 
 
 def _split(items: list, shards: int, key=lambda x: x) -> list[list]:

@@ -28,6 +28,8 @@ from actors.sources.stores import (
 )
 from jobs import import_corpus, runtime
 from jobs.settings import Settings
+from jobs.sources import Reading
+from jobs.stages import TASK_CPUS, Run
 from pipeline import records
 from pipeline.documents.rebuild import RebuildTally
 from pipeline.documents.vector_fields import ROLES, FieldMap, guess, lookup
@@ -57,7 +59,7 @@ class VectorImport:
 
 @dataclass
 class Prepared:
-    """A store opened and planned in the driver: what `run_import` reads its documents from."""
+    """A store opened and planned in the driver: the `jobs.sources.Source` of its import."""
 
     request: VectorImport
     fields: FieldMap
@@ -66,8 +68,12 @@ class Prepared:
     counter: Any = field(repr=False)      # the RebuildCounter actor
 
     @property
-    def total(self) -> int | None:
-        return self.plan.sources
+    def title(self) -> str:
+        return f"{self.request.store.store}:{self.request.store.location}"
+
+    def take(self, run: Run, owner: Any) -> Reading:
+        """The store holds what the run reads: nothing to list or claim before reading it."""
+        return Reading(self.plan.sources, self.dataset)
 
     def rebuild(self) -> Rebuild:
         return Rebuild(self.fields, self.request.kind, "living" if self.request.living else "snapshot",
@@ -81,11 +87,11 @@ class Prepared:
         if self.plan.kind == "sources" and not self.plan.groups:
             return ray.data.from_arrow(records.to_table([]))
         if s.store in ("parquet", "jsonl"):
-            keyed = files.keyed_dataset(s, self.fields.source, import_corpus.TASK_CPUS)
+            keyed = files.keyed_dataset(s, self.fields.source, TASK_CPUS)
         else:
             ds = ray.data.read_datasource(datasource.VectorStoreDatasource(
                 s, self.fields.source, self.plan, self.rebuild(), self.counter),
-                num_cpus=import_corpus.TASK_CPUS)
+                num_cpus=TASK_CPUS)
             if self.plan.kind != "groupby":
                 return ds
             keyed = ds
@@ -99,7 +105,7 @@ class Prepared:
         # first (held in the object store, spilled to disk when large), then the pipeline starts.
         return keyed.groupby("source").map_groups(
             datasource.rebuild_group, fn_kwargs={"make": self.rebuild(), "counter": self.counter},
-            batch_format="pyarrow", num_cpus=import_corpus.TASK_CPUS).materialize()
+            batch_format="pyarrow", num_cpus=TASK_CPUS).materialize()
 
     def record(self) -> dict[str, Any]:
         s = self.request.store
@@ -244,8 +250,8 @@ def run(request: VectorImport, settings: Settings, *, quiet: bool = True, **run_
                          else Deletions([], dry_run=True))
         return VectorReport(None, prepared, RebuildTally(), deletions)
     options = import_corpus.import_options(
-        settings, (f"{request.store.store}:{request.store.location}",),
-        source={"source_kind": request.kind, "living": request.living}, quiet=quiet, documents=prepared, **run_args)
+        settings, (prepared.title,), source={"source_kind": request.kind, "living": request.living}, quiet=quiet,
+        reads=prepared, **run_args)
     report = import_corpus.run_import(options, settings)
     tally = ray.get(prepared.counter.result.remote())
     deletions = None
@@ -295,11 +301,9 @@ def request_from_args(args: argparse.Namespace) -> VectorImport:
 
 
 def main_args(args: argparse.Namespace, settings: Settings) -> int:
-    from jobs import shutdown
-
     run_args = import_corpus.run_options(args, "import-vectors")
     request = request_from_args(args)
-    shutdown.install(interrupt=True)
+    import_corpus.own_signals()
     report = run(request, settings, **run_args)
     print(report.render())
     return 0 if report.run is None or report.run.status == "succeeded" else 1

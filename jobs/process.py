@@ -14,6 +14,7 @@ import threading
 
 from jobs.import_corpus import ImportOptions, import_options, run_import
 from jobs.settings import Settings
+from jobs.sources import QueuedVersions
 from sql.store import authority as store
 from sql.write import ingest as ingest_sql
 
@@ -35,8 +36,8 @@ def process_once(settings: Settings, batch: int = 64) -> int:
 
 def options(settings: Settings, versions: tuple[str, ...]) -> ImportOptions:
     """The options of a micro-batch over the queued `versions`."""
-    return import_options(settings, ("queued",), batch_size=8, quiet=True, progress=False, queued=versions,
-                          wait_for_facts=False)
+    return import_options(settings, ("queued",), batch_size=8, quiet=True, progress=False,
+                          reads=QueuedVersions(versions), wait_for_facts=False)
 
 
 def drain(settings: Settings, stop: threading.Event, interval_s: float = 2.0) -> None:

@@ -36,7 +36,7 @@ from actors.embedder import (
 )
 from actors.onnx_embedder import UnsupportedModel
 from jobs import runtime, shutdown
-from jobs.import_corpus import _embedder_cpus
+from jobs.stages import embedder_cpus
 from jobs.settings import Settings
 from sql.store import authority as store
 from sql.write import reembed as reembed_sql
@@ -180,7 +180,7 @@ def run_reembed(settings: Settings, options: ReembedOptions,
                                     "threads": threads},
                                 compute=ray.data.ActorPoolStrategy(size=options.workers),
                                 batch_size=options.page_rows, batch_format="pyarrow",
-                                **({"num_gpus": 1} if use_gpu else {"num_cpus": _embedder_cpus(options.workers)}))
+                                **({"num_gpus": 1} if use_gpu else {"num_cpus": embedder_cpus(options.workers)}))
             ds = ds.map_batches(SaveVectors, fn_constructor_kwargs={"dsn": dsn, "model": target.pin},
                                 compute=ray.data.ActorPoolStrategy(size=1), batch_size=options.page_rows,
                                 batch_format="pyarrow", num_cpus=_DB_ACTOR_CPUS)

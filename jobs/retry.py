@@ -14,6 +14,7 @@ import argparse
 
 from jobs.import_corpus import ImportOptions, import_options, run_import
 from jobs.settings import Settings
+from jobs.sources import QueuedVersions
 from sql.store import authority as store
 from sql.store import runs
 from sql.write import ingest as ingest_sql
@@ -56,7 +57,8 @@ def retry(settings: Settings, stage: str | None, version_id: str | None) -> tupl
 
 def options(settings: Settings, versions: tuple[str, ...]) -> ImportOptions:
     """The options of a retry run over the reopened `versions`."""
-    return import_options(settings, ("retry",), batch_size=8, progress=False, quiet=True, queued=versions)
+    return import_options(settings, ("retry",), batch_size=8, progress=False, quiet=True,
+                          reads=QueuedVersions(versions))
 
 
 def main(settings: Settings, args: argparse.Namespace) -> int:

@@ -1,0 +1,183 @@
+"""The stages of an import, each one `map_batches` call declared once (in the manner of
+`ray.data.llm`'s processors: a processor is a list of stages, each stage its UDF and the arguments
+Ray runs it with).
+
+    [ingest] ─► convert ─► structure ─► chunk ─► [extract] ─► embed ─► write
+
+`ingest` is left out for a source whose rows are versions already in the authority (queued
+versions); `extract` when the claims come from the LLM pass (`jobs/extract_llm.py`), which reads
+what `write` landed, through its own stages (`load_contexts`, the Selection and Claimify
+processors, `land_claims`). Ray names each stage after its UDF (`MapBatches(Ingest)`, ...), which is
+what the dashboard shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from actors.db_writer import Ingest, Write
+from actors.embedder import Embed, ModelRef
+from actors.extractor import Extract, ExtractorConfig, build_extractor
+from actors.llm_stage import LandClaims, LoadContexts
+from actors.retries import RetryPolicy
+from pipeline.documents import stages as documents
+from pipeline.documents.convert import ROUTES
+
+# Fractions of a CPU for the actors that mostly wait on PostgreSQL, so that on a small machine
+# they leave the cores to the embedder and the conversion tasks.
+DB_ACTOR_CPUS = 0.1
+TASK_CPUS = 0.25
+# Documents per embedder call. `encode` sorts its texts by length, so a bigger call pads less:
+# on 2 CPU threads, 16-document calls ran at about half the speed of one call over everything.
+_EMBED_BATCH_DOCS = 128
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One `map_batches` call: a function (Ray tasks) or a class (a pool of `actors` actors, each
+    built with `fn_constructor_kwargs`), and the resources each task or actor asks for."""
+
+    fn: Callable[..., Any]
+    batch_size: int
+    fn_kwargs: dict[str, Any] = field(default_factory=dict)
+    fn_constructor_kwargs: dict[str, Any] = field(default_factory=dict)
+    actors: int | None = None
+    num_cpus: float | None = None
+    num_gpus: float | None = None
+    batch_format: str = "pyarrow"
+
+    def map_batches_kwargs(self) -> dict[str, Any]:
+        import ray
+
+        kwargs: dict[str, Any] = {"batch_size": self.batch_size, "batch_format": self.batch_format}
+        if self.fn_kwargs:
+            kwargs["fn_kwargs"] = self.fn_kwargs
+        if self.fn_constructor_kwargs:
+            kwargs["fn_constructor_kwargs"] = self.fn_constructor_kwargs
+        if self.actors is not None:
+            kwargs["compute"] = ray.data.ActorPoolStrategy(size=self.actors)
+        if self.num_gpus is not None:
+            kwargs["num_gpus"] = self.num_gpus
+        if self.num_cpus is not None:
+            kwargs["num_cpus"] = self.num_cpus
+        return kwargs
+
+    def __call__(self, ds):
+        return ds.map_batches(self.fn, **self.map_batches_kwargs())
+
+
+def apply(stages: Sequence[Stage], ds):
+    """`ds` through `stages`, in order (lazily: nothing runs until the rows are read)."""
+    for stage in stages:
+        ds = stage(ds)
+    return ds
+
+
+@dataclass(frozen=True)
+class Run:
+    """What the stages of one run share: where they write, for which run, in what batches, under
+    which retry policy."""
+
+    run_id: str
+    dsn: str
+    object_store: str
+    batch_size: int
+    retry: RetryPolicy
+
+
+@dataclass(frozen=True)
+class Embedding:
+    """Where and how the run's embedder actors encode (also the claim vectors of the LLM pass and
+    the fact vectors of the facts phase)."""
+
+    model: ModelRef
+    gpu: bool         # each embedder actor holds a GPU
+    device: str
+    batch_size: int   # texts per `encode` call
+    threads: int      # CPU threads per embedder actor
+
+    @classmethod
+    def for_cluster(cls, model: ModelRef, resources: dict[str, float], workers: int, *, device: str,
+                    batch_size: Callable[[bool], int]) -> Embedding:
+        """`device` is CORPUSMEM_EMBEDDING_DEVICE, `batch_size` the setting's choice for GPU or CPU."""
+        # the ONNX executions run on CPU: only torch asks for a GPU
+        gpu = resources.get("GPU", 0) >= 1 and model.execution == "torch"
+        return cls(model, gpu, "cuda" if gpu else device, batch_size(gpu),
+                   max(1, int(resources.get("CPU", 1)) // max(workers, 1)))
+
+
+def ingest(run: Run) -> Stage:
+    return Stage(Ingest, run.batch_size, fn_constructor_kwargs={
+        "dsn": run.dsn, "object_store": run.object_store, "run_id": run.run_id, "routable": tuple(ROUTES),
+        "retry": run.retry}, actors=1, num_cpus=DB_ACTOR_CPUS)
+
+
+@dataclass(frozen=True)
+class DocumentStages:
+    """The stages from a source's rows to report rows, as a run chose them."""
+
+    target_chars: int                    # CORPUSMEM_CHUNK_TARGET_CHARS
+    extractor: ExtractorConfig | None    # None: the LLM pass extracts the claims after the pipeline
+    extractor_version: str | None        # what `write` records on the claims (None with the LLM pass)
+    embedding: Embedding
+    workers: int                         # embedder actors
+
+    @classmethod
+    def of(cls, extractor: ExtractorConfig | None, embedding: Embedding, *, workers: int,
+           target_chars: int) -> DocumentStages:
+        """Builds the extractor once, so that one that cannot run refuses before anything is written."""
+        version = build_extractor(extractor).version if extractor is not None else None
+        return cls(target_chars, extractor, version, embedding, workers)
+
+    def __call__(self, run: Run, documents, *, ingested: bool):
+        """A source's `documents` through the stages (lazily: nothing runs until they are read)."""
+        return apply(self.stages(run, ingested=ingested), documents)
+
+    def stages(self, run: Run, *, ingested: bool) -> list[Stage]:
+        """`ingested`: the rows are versions already in the authority."""
+        b, embedding = run.batch_size, self.embedding
+        return [
+            *([] if ingested else [ingest(run)]),
+            Stage(documents.convert, b, num_cpus=TASK_CPUS),
+            Stage(documents.structure, b, fn_kwargs={"target_chars": self.target_chars}, num_cpus=TASK_CPUS),
+            Stage(documents.chunk, b, fn_kwargs={"target_chars": self.target_chars}, num_cpus=TASK_CPUS),
+            *([Stage(Extract, b, fn_constructor_kwargs={"config": self.extractor, "retry": run.retry}, actors=1,
+                     num_cpus=DB_ACTOR_CPUS)] if self.extractor is not None else []),
+            Stage(Embed, max(b, _EMBED_BATCH_DOCS), fn_constructor_kwargs={
+                "model": embedding.model, "device": embedding.device, "batch_size": embedding.batch_size,
+                "threads": embedding.threads}, actors=self.workers,
+                **({"num_gpus": 1} if embedding.gpu else {"num_cpus": embedder_cpus(self.workers)})),
+            Stage(Write, b, fn_constructor_kwargs={"dsn": run.dsn, "object_store": run.object_store,
+                                                   "run_id": run.run_id, "extractor": self.extractor_version,
+                                                   "retry": run.retry}, actors=1, num_cpus=DB_ACTOR_CPUS),
+        ]
+
+
+def load_contexts(run: Run, extractor: str) -> Stage:
+    """The LLM pass's first stage: versions to the contexts of their chunks not yet extracted."""
+    return Stage(LoadContexts, run.batch_size, fn_constructor_kwargs={
+        "dsn": run.dsn, "object_store": run.object_store, "extractor": extractor}, actors=1, num_cpus=DB_ACTOR_CPUS)
+
+
+def land_claims(run: Run, *, extractor: str, model_label: str, embedding: Embedding) -> Stage:
+    """The LLM pass's last stage: the processors' answers through the grounding gate into claims."""
+    return Stage(LandClaims, run.batch_size * 4, fn_constructor_kwargs={
+        "dsn": run.dsn, "extractor": extractor, "model_label": model_label, "embed_model": embedding.model,
+        "embed_device": embedding.device, "embed_batch_size": embedding.batch_size}, actors=1, num_cpus=0.5)
+
+
+def embedder_cpus(workers: int) -> float:
+    """One CPU per embedder actor, unless more embedders were asked for than the cluster has
+    free CPUs (after what the stages around them hold, and what a running read API holds):
+    then a fair share, so every actor starts. Never more than the smallest node holds beside the
+    three database actors and one task: when a node is lost mid-import, the embedder that takes
+    its place must fit on a node that is left (on one-CPU nodes a whole-CPU embedder never fits
+    beside the writer, and the import would wait for ever)."""
+    import ray
+
+    nodes = [n["Resources"].get("CPU", 0) for n in ray.nodes() if n.get("Alive") and n["Resources"].get("CPU", 0)]
+    beside = min(nodes, default=1.0) - 3 * DB_ACTOR_CPUS - TASK_CPUS
+    fair = (ray.available_resources().get("CPU", 1) - 0.75) / max(workers, 1)
+    return max(0.1, min(1.0, beside, fair))

@@ -1,0 +1,91 @@
+"""The declared import: which stages a run is built from, with which `map_batches` arguments,
+and what each source yields. Unit tests: no Ray started, no database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from unittest import mock
+
+import pytest
+
+from actors.embedder import ModelRef
+from actors.extractor import ExtractorConfig, ExtractorUnavailable
+from actors.retries import RetryPolicy
+from jobs import sources
+from jobs.import_corpus import import_options, job_name
+from jobs.settings import load_settings
+from jobs.stages import DB_ACTOR_CPUS, TASK_CPUS, DocumentStages, Embedding, Run, Stage
+
+_RUN = Run("run-1", "postgresql:///memory", "/objects", 16, RetryPolicy(attempts=3))
+# a GPU embedder: its resources are not read from a running cluster
+_EMBEDDING = Embedding(ModelRef("m", "/models/m"), gpu=True, device="cuda", batch_size=256, threads=2)
+
+
+def _names(stages: list[Stage]) -> list[str]:
+    """What the dashboard calls each stage: `MapBatches(<the UDF's name>)`."""
+    return [stage.fn.__name__ for stage in stages]
+
+
+def test_a_run_from_source_rows_has_every_stage_in_order() -> None:
+    pipeline = DocumentStages.of(ExtractorConfig(), _EMBEDDING, workers=3, target_chars=800)
+    stages = pipeline.stages(_RUN, ingested=False)
+    assert _names(stages) == ["Ingest", "convert", "structure", "chunk", "Extract", "Embed", "Write"]
+    assert pipeline.extractor_version == "rules-1"
+    assert stages[-1].fn_constructor_kwargs["extractor"] == "rules-1"
+
+
+def test_queued_versions_skip_ingest_and_the_llm_pass_takes_extract_out() -> None:
+    pipeline = DocumentStages.of(None, _EMBEDDING, workers=1, target_chars=800)
+    stages = pipeline.stages(_RUN, ingested=True)
+    assert _names(stages) == ["convert", "structure", "chunk", "Embed", "Write"]
+    assert stages[-1].fn_constructor_kwargs["extractor"] is None
+
+
+def test_an_extractor_that_cannot_run_refuses_when_the_stages_are_chosen() -> None:
+    with pytest.raises(ExtractorUnavailable, match="CORPUSMEM_LLM_BASE_URL"):
+        DocumentStages.of(ExtractorConfig(backend="openai"), _EMBEDDING, workers=1, target_chars=800)
+
+
+def test_each_stage_declares_its_map_batches_arguments_once() -> None:
+    stages = DocumentStages.of(ExtractorConfig(), _EMBEDDING, workers=3, target_chars=800).stages(_RUN, ingested=False)
+    by_name = {stage.fn.__name__: stage.map_batches_kwargs() for stage in stages}
+    assert by_name["structure"] == {"batch_size": 16, "batch_format": "pyarrow", "fn_kwargs": {"target_chars": 800},
+                                    "num_cpus": TASK_CPUS}
+    embed = by_name["Embed"]
+    assert (embed["batch_size"], embed["num_gpus"], embed["compute"].min_size, embed["compute"].max_size) == (
+        128, 1, 3, 3)
+    assert "num_cpus" not in embed and embed["fn_constructor_kwargs"]["device"] == "cuda"
+    for actor in ("Ingest", "Extract", "Write"):
+        kwargs = by_name[actor]
+        assert (kwargs["compute"].max_size, kwargs["num_cpus"], kwargs["fn_constructor_kwargs"]["retry"]) == (
+            1, DB_ACTOR_CPUS, _RUN.retry)
+
+
+def test_an_onnx_execution_embeds_on_cpu_even_beside_a_gpu() -> None:
+    onnx = ModelRef("m", "/models/m", execution="onnx")
+    embedding = Embedding.for_cluster(onnx, {"CPU": 8, "GPU": 1}, 2, device="auto",
+                                      batch_size=lambda gpu: 99 if gpu else 7)
+    assert (embedding.gpu, embedding.device, embedding.batch_size, embedding.threads) == (False, "auto", 7, 4)
+
+
+def test_folders_list_their_items_when_taken(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# A\n")
+    (tmp_path / "b.md").write_text("# B\n")
+    source = sources.Folders((str(tmp_path),), load_settings({}).source_options())
+    reading = source.take(_RUN, owner=None)
+    assert (reading.total, reading.ingested, source.record()) == (2, False, None)
+
+
+def test_queued_versions_are_those_the_run_claims() -> None:
+    with mock.patch.object(sources.ingest_sql, "claim_versions", return_value=["v2"]) as claim:
+        reading = sources.QueuedVersions(("v1", "v2")).take(_RUN, owner="owner")
+    claim.assert_called_once_with("owner", "run-1", ["v1", "v2"])
+    assert (reading.total, reading.ingested) == (1, True)
+
+
+def test_the_dashboard_names_the_job_after_what_it_reads() -> None:
+    settings = load_settings({})
+    assert job_name(import_options(settings, ("notes", "mail.zip"))) == "corpusmem import notes mail.zip"
+    queued = import_options(settings, ("retry",), reads=sources.QueuedVersions(("v1",)))
+    assert job_name(queued) == "corpusmem import queued versions"
+
