@@ -26,7 +26,8 @@ from jobs.run_report import FactsReport
 from sql.store import runs
 from sql.write import assertions as assertions_sql
 from sql.write import entities as entities_sql
-from sql.write import facts_store, reconcile, writes
+from sql.write import facts_store, writes
+from sql.write import reconcile as reconcile_sql
 
 _log = logging.getLogger(__name__)
 
@@ -74,18 +75,14 @@ def run_facts(dsn: str, *, run_id: str, workers: int, model: ModelRef, device: s
     report = FactsReport()
     # Its own name, so that an operator (or a test) can tell the phase's connection apart.
     link = Link(dsn, application_name=f"corpusmem facts {run_id}")
-    stage = "normalize_relations"
+    phase = _Phase(link, report, dsn, run_id=run_id, shards=max(1, workers), retry=retry,
+                   labeller_args=(model, device, embed_batch_size, threads),
+                   extractor=extractor or ExtractorConfig())
     try:
-        def step(fact_stage: str, call: Callable[[psycopg.Connection], T]) -> T:
-            nonlocal stage
-            stage = fact_stage
-            return with_retries(retry, lambda: call(link.conn), link.after)
-
-        _phase(step, report, dsn, run_id=run_id, workers=workers, model=model, device=device,
-               embed_batch_size=embed_batch_size, threads=threads, extractor=extractor, retry=retry)
+        phase.run()
     except GaveUp as err:
-        report.gave_up = f"{stage}: {err}"
-        report.dead_letter += _dead_letter_unfinished(link, stage, err)
+        report.gave_up = f"{phase.stage}: {err}"
+        report.dead_letter += _dead_letter_unfinished(link, phase.stage, err)
     finally:
         link.close()
     return report
@@ -100,72 +97,115 @@ def _dead_letter_unfinished(link: Link, stage: str, err: GaveUp) -> int:
         return 0
 
 
-def _phase(step: Callable, report: FactsReport, dsn: str, *, run_id: str, workers: int, model: ModelRef,
-           device: str, embed_batch_size: int, threads: int | None, extractor: ExtractorConfig | None,
-           retry: RetryPolicy) -> None:
-    import ray
-    from ray.util import ActorPool
+def _timed(seconds: dict[str, float], name: str, step: Callable[[], None]) -> None:
+    """Run `step` and record its seconds under `name`; a step that raises ends the phase untimed."""
+    started = time.perf_counter()
+    step()
+    seconds[name] = time.perf_counter() - started
 
-    shards = max(1, workers)
-    t = time.perf_counter()
-    versions = step("normalize_relations", assertions_sql.versions_to_normalize)
-    # Every step's actors start now, each process starting while the steps before it run (a
-    # Ray actor is a new process: about a second each on a small machine), the label step's
-    # holding no CPU until its turn. Without new claims, the later steps start theirs on demand.
-    backend = extractor.backend if extractor is not None else "rules"
-    config = extractor if backend == "openai" else None
-    started: list = []
-    normalizers = _start(started, facts_shards.Normalizer,
-                         0 if backend == "vllm" else min(shards, len(versions)), dsn, config, retry)
-    resolvers = _start(started, facts_shards.ResolverShard, shards if versions else 0, dsn, run_id, retry)
-    adjudicators = _start(started, facts_shards.AdjudicatorShard, shards if versions else 0, dsn, run_id,
-                          retry=retry)
-    labeller = (ray.remote(num_cpus=0)(facts_shards.LabelVectors).remote(
-        dsn, model, device, embed_batch_size, threads, retry)
-        if versions or step("label_relation", reconcile.labels_to_vectorize) else None)
-    started += [labeller] if labeller is not None else []
-    try:
-        if versions and backend == "vllm":
+
+class _Phase:
+    """The steps of one facts phase, in order, and the shard actors they share."""
+
+    def __init__(self, link: Link, report: FactsReport, dsn: str, *, run_id: str, shards: int,
+                 retry: RetryPolicy, labeller_args: tuple[ModelRef, str, int, int | None],
+                 extractor: ExtractorConfig) -> None:
+        self.link, self.report, self.dsn, self.run_id = link, report, dsn, run_id
+        self.shards, self.retry, self.extractor = shards, retry, extractor
+        self.labeller_args = labeller_args   # the label vectors actor's model, device, batch size, threads
+        self.stage = "normalize_relations"   # the fact stage of the step running: where a GaveUp lands
+        self.started: list = []               # every actor started, released when the phase ends
+        self.versions: list[str] = []
+        self.normalizers: list = []
+        self.resolvers: list = []
+        self.adjudicators: list = []
+        self.labeller = None
+
+    def run(self) -> None:
+        try:
+            for name, step in (("normalize", self.normalize), ("resolve", self.resolve),
+                               ("adjudicate", self.adjudicate), ("reconcile", self.reconcile),
+                               ("label", self.label)):
+                _timed(self.report.seconds, name, step)
+        finally:
+            _release(self.started)   # what each step did not release itself
+        self.step("label_relation", writes.finish_fact_stages)
+
+    def step(self, fact_stage: str, call: Callable[[psycopg.Connection], T]) -> T:
+        """`call` on the phase's connection under the retry policy, as part of `fact_stage`."""
+        self.stage = fact_stage
+        return with_retries(self.retry, lambda: call(self.link.conn), self.link.after)
+
+    def _start_actors(self) -> None:
+        """Every step's actors start now, each process starting while the steps before it run (a
+        Ray actor is a new process: about a second each on a small machine), the label step's
+        holding no CPU until its turn. Without new claims, the later steps start theirs on demand."""
+        import ray
+
+        versions, shards, dsn, run_id, retry = self.versions, self.shards, self.dsn, self.run_id, self.retry
+        config = self.extractor if self.extractor.backend == "openai" else None
+        self.normalizers = _start(self.started, facts_shards.Normalizer,
+                                  0 if self.extractor.backend == "vllm" else min(shards, len(versions)),
+                                  dsn, config, retry)
+        self.resolvers = _start(self.started, facts_shards.ResolverShard, shards if versions else 0, dsn, run_id,
+                                retry)
+        self.adjudicators = _start(self.started, facts_shards.AdjudicatorShard, shards if versions else 0, dsn,
+                                   run_id, retry=retry)
+        if versions or self.step("label_relation", reconcile_sql.labels_to_vectorize):
+            self.labeller = ray.remote(num_cpus=0)(facts_shards.LabelVectors).remote(dsn, *self.labeller_args, retry)
+            self.started.append(self.labeller)
+
+    def normalize(self) -> None:
+        from ray.util import ActorPool
+
+        self.versions = self.step("normalize_relations", assertions_sql.versions_to_normalize)
+        self._start_actors()
+        report, versions = self.report, self.versions
+        if versions and self.extractor.backend == "vllm":
             from jobs import normalize_llm
 
-            got = normalize_llm.run(dsn, versions, extractor.llm_model, retry)
+            got = normalize_llm.run(self.dsn, versions, self.extractor.llm_model, self.retry)
             report.claims_normalized += got["claims"]
             report.assertions += got["assertions"]
             report.dead_letter += got["dead_letter"]
         elif versions:
-            actors = normalizers
-            pool = ActorPool(actors)
+            pool = ActorPool(self.normalizers)
             batches = [versions[i:i + _VERSIONS_PER_CALL] for i in range(0, len(versions), _VERSIONS_PER_CALL)]
             for got in pool.map_unordered(lambda actor, batch: actor.normalize.remote(batch), batches):
                 report.claims_normalized += got["claims"]
                 report.assertions += got["assertions"]
                 report.dead_letter += got["dead_letter"]
-            _release(actors)
-        report.seconds["normalize"] = time.perf_counter() - t
+            _release(self.normalizers)
 
-        t = time.perf_counter()
-        keys = step("adjudicate_observations", entities_sql.unresolved)
+    def resolve(self) -> None:
+        import ray
+
+        report = self.report
+        keys = self.step("adjudicate_observations", entities_sql.unresolved)
         if keys:
-            parts = [p for p in _split(sorted(keys), shards) if p]
-            actors = resolvers[:len(parts)] or _start(started, facts_shards.ResolverShard, len(parts), dsn,
-                                                      run_id, retry)
+            parts = [p for p in _split(sorted(keys), self.shards) if p]
+            actors = self.resolvers[:len(parts)] or _start(self.started, facts_shards.ResolverShard, len(parts),
+                                                           self.dsn, self.run_id, self.retry)
             results = ray.get([a.resolve.remote({k: keys[k] for k in part}) for a, part in zip(actors, parts)])
             _release(actors)
             for got in results:
                 report.dead_letter += got["dead_letter"]
                 for verdict, n in got["verdicts"].items():
                     report.mentions_resolved[verdict] = report.mentions_resolved.get(verdict, 0) + n
-            report.merge_proposals = step("adjudicate_observations",
-                                          lambda conn: entities_sql.propose_merges(conn, run_id))
-        step("adjudicate_observations", lambda conn: entities_sql.bind_assertions(conn, facts_store.one_per_object()))
-        report.seconds["resolve"] = time.perf_counter() - t
+            report.merge_proposals = self.step("adjudicate_observations",
+                                               lambda conn: entities_sql.propose_merges(conn, self.run_id))
+        self.step("adjudicate_observations",
+                  lambda conn: entities_sql.bind_assertions(conn, facts_store.one_per_object()))
 
-        t = time.perf_counter()
-        anchors = step("adjudicate_observations", facts_store.pending_anchors)
+    def adjudicate(self) -> None:
+        import ray
+
+        report = self.report
+        anchors = self.step("adjudicate_observations", facts_store.pending_anchors)
         if anchors:
-            parts = [p for p in _split(anchors, shards) if p]
-            actors = adjudicators[:len(parts)] or _start(started, facts_shards.AdjudicatorShard, len(parts),
-                                                         dsn, run_id, retry=retry)
+            parts = [p for p in _split(anchors, self.shards) if p]
+            actors = self.adjudicators[:len(parts)] or _start(self.started, facts_shards.AdjudicatorShard,
+                                                              len(parts), self.dsn, self.run_id, retry=self.retry)
             results = ray.get([a.adjudicate.remote(p) for a, p in zip(actors, parts)])
             _release(actors)
             for got in results:
@@ -174,23 +214,20 @@ def _phase(step: Callable, report: FactsReport, dsn: str, *, run_id: str, worker
                 report.decisions += got["decisions"]
                 report.dead_letter += got["dead_letter"]
                 report.per_entity += got["per_entity"]
-        report.seconds["adjudicate"] = time.perf_counter() - t
 
-        t = time.perf_counter()
-        report.superseded_claims = step("adjudicate_supersession", reconcile.supersede_living)
-        report.reconcile = step("reconcile", lambda conn: reconcile.reconcile_facts(conn, run_id))
-        report.seconds["reconcile"] = time.perf_counter() - t
+    def reconcile(self) -> None:
+        self.report.superseded_claims = self.step("adjudicate_supersession", reconcile_sql.supersede_living)
+        self.report.reconcile = self.step("reconcile", lambda conn: reconcile_sql.reconcile_facts(conn, self.run_id))
 
-        t = time.perf_counter()
-        from_claims = step("label_relation", reconcile.labels_from_claims)
-        if labeller is not None and step("label_relation", reconcile.labels_to_vectorize):
-            report.vectors = ray.get(labeller.run.remote())
+    def label(self) -> None:
+        import ray
+
+        report = self.report
+        from_claims = self.step("label_relation", reconcile_sql.labels_from_claims)
+        if self.labeller is not None and self.step("label_relation", reconcile_sql.labels_to_vectorize):
+            report.vectors = ray.get(self.labeller.run.remote())
             report.vectors.pop("seconds", None)
             gave_up = report.vectors.pop("gave_up", None)
             if gave_up is not None:
                 raise GaveUp(*gave_up)
         report.vectors["fact_vectors_from_claims"] = from_claims
-        report.seconds["label"] = time.perf_counter() - t
-    finally:
-        _release(started)   # what each step did not release itself
-    step("label_relation", writes.finish_fact_stages)

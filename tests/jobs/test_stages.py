@@ -1,5 +1,5 @@
 """The declared import: which stages a run is built from, with which `map_batches` arguments,
-and what each source yields. Unit tests: no Ray started, no database."""
+what each source yields, and the facts phase's step timing. Unit tests: no Ray started, no database."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from actors.embedder import ModelRef
 from actors.extractor import ExtractorConfig, ExtractorUnavailable
 from actors.retries import RetryPolicy
-from jobs import sources
+from jobs import facts, sources
 from jobs.import_corpus import import_options, job_name
 from jobs.settings import load_settings
 from jobs.stages import DB_ACTOR_CPUS, TASK_CPUS, DocumentStages, Embedding, Run, Stage
@@ -89,3 +89,14 @@ def test_the_dashboard_names_the_job_after_what_it_reads() -> None:
     queued = import_options(settings, ("retry",), reads=sources.QueuedVersions(("v1",)))
     assert job_name(queued) == "corpusmem import queued versions"
 
+
+def test_the_facts_phase_times_a_step_only_when_it_finishes() -> None:
+    seconds: dict[str, float] = {}
+    facts._timed(seconds, "resolve", lambda: None)
+
+    def fails() -> None:
+        raise RuntimeError("the database went away")
+
+    with pytest.raises(RuntimeError):
+        facts._timed(seconds, "adjudicate", fails)
+    assert list(seconds) == ["resolve"] and seconds["resolve"] >= 0
