@@ -4,12 +4,13 @@
 --   believed        the belief clock: ingested by an instant and not yet invalidated at it
 --   may_hold        a world window does not rule an instant out (an unknown bound is open)
 --   window_complete a known start, and a known end or `open` precision
---   holds           a complete window that holds at an instant
 --   walkable_edges  the relations a graph walk may follow (both surfaces' graph routes)
 --   semantic_nominate  nomination by meaning, beside 0010's lexical_nominate
 --
 -- The rules are single-expression SQL functions, which PostgreSQL inlines where they are called:
--- a query written with them is planned as if it spelt them out, with the same indexes.
+-- a query written with them is planned as if it spelt them out, with the same indexes. A rule's
+-- body names no other function: the sandbox role, which reads facts_current and may not look into
+-- memory_v1_private, could not inline it. Confirmed at an instant is window_complete AND may_hold.
 --
 -- It also folds what every search and graph function of 0004 repeated into helpers
 -- (`search_nominees`, `record_search`, `budget`, `walk_budget_spent`, `graph_record`) and redefines
@@ -39,14 +40,6 @@ RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$ SELECT valid_from IS NOT NULL AND (valid_until IS NOT NULL OR valid_precision = 'open') $$;
 
--- Confirmed at `v`: a complete window that holds there.
-CREATE FUNCTION memory_v1_private.holds(valid_from timestamptz, valid_until timestamptz, valid_precision text,
-                                        v timestamptz)
-RETURNS boolean
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT memory_v1_private.window_complete(valid_from, valid_until, valid_precision)
-             AND memory_v1_private.may_hold(valid_from, valid_until, v) $$;
-
 -- @support current_facts
 -- Facts believed and confirmed at evaluated_at: unknown and partial windows are only possible
 -- matches.
@@ -54,7 +47,8 @@ CREATE OR REPLACE VIEW memory_v1_private.current_facts AS
 SELECT f.*, memory_v1_private.evaluated_at() AS evaluated_at
 FROM memory_v1_private.visible_facts f
 WHERE memory_v1_private.believed(f.ingested_at, f.invalidated_at, memory_v1_private.evaluated_at())
-  AND memory_v1_private.holds(f.valid_from, f.valid_until, f.valid_precision, memory_v1_private.evaluated_at());
+  AND memory_v1_private.window_complete(f.valid_from, f.valid_until, f.valid_precision)
+  AND memory_v1_private.may_hold(f.valid_from, f.valid_until, memory_v1_private.evaluated_at());
 
 -- @support graph_edges
 -- The relations a graph walk may follow from `frontier`: believed at `believed_at`, not withdrawn,
@@ -87,7 +81,8 @@ AS $$
           AND (f.subject_id = ANY(frontier) OR f.object_id = ANY(frontier))
           AND (predicates IS NULL OR f.predicate = ANY(predicates))
           AND memory_v1_private.believed(f.ingested_at, f.invalidated_at, believed_at)
-          AND memory_v1_private.holds(f.valid_from, f.valid_until, f.valid_precision, valid_at))
+          AND memory_v1_private.window_complete(f.valid_from, f.valid_until, f.valid_precision)
+          AND memory_v1_private.may_hold(f.valid_from, f.valid_until, valid_at))
     SELECT f.* FROM f
     WHERE f.fact_id IN (SELECT v.fact_id FROM memory_v1_private.visible_facts v)
       AND f.subject_id IN (SELECT p.entity_id FROM memory_v1_private.entity_provenance p)
@@ -692,7 +687,6 @@ $$;
 REVOKE ALL ON FUNCTION memory_v1_private.believed(timestamptz, timestamptz, timestamptz),
                        memory_v1_private.may_hold(timestamptz, timestamptz, timestamptz),
                        memory_v1_private.window_complete(timestamptz, timestamptz, text),
-                       memory_v1_private.holds(timestamptz, timestamptz, text, timestamptz),
                        memory_v1_private.walkable_edges(timestamptz, timestamptz, text[], uuid[]),
                        memory_v1_private.semantic_nominate(text, public.vector, integer, uuid[], boolean, text),
                        memory_v1_private.search_nominees(text, text, text, text, integer, jsonb, jsonb, text, text),
@@ -708,8 +702,7 @@ BEGIN
     IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'corpusmem_query') THEN
         GRANT EXECUTE ON FUNCTION memory_v1_private.believed(timestamptz, timestamptz, timestamptz),
                                   memory_v1_private.may_hold(timestamptz, timestamptz, timestamptz),
-                                  memory_v1_private.window_complete(timestamptz, timestamptz, text),
-                                  memory_v1_private.holds(timestamptz, timestamptz, text, timestamptz)
+                                  memory_v1_private.window_complete(timestamptz, timestamptz, text)
             TO corpusmem_query;
     END IF;
 END
