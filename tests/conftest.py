@@ -20,7 +20,7 @@ import pytest
 
 from jobs.settings import Settings, load_settings
 from tests.support.memory import ExampleImport, clone_example, dsn_for, import_example, unique_name
-from tests.support import remember
+from tests.support import remember_venv
 from tests.support.paths import EXAMPLES
 
 if TYPE_CHECKING:
@@ -146,4 +146,4 @@ def example_memory_four_workers(pg_admin_dsn: str, template_db: str, ray_local, 
 @pytest.fixture(scope="session")
 def remember_python(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The python of the session's venv with the real `remember` 0.17.2 client in it."""
-    return remember.make_venv(tmp_path_factory.mktemp("remember-venv"))
+    return remember_venv.make_venv(tmp_path_factory.mktemp("remember-venv"))

@@ -24,7 +24,7 @@ from actors.object_store import ObjectStore
 from jobs import process, status
 from jobs.settings import Settings
 from serve.ingest import ingest as api_ingest
-from tests.support import fake_openai, remember
+from tests.support import fake_openai, remember_venv
 from tests.support.cli import corpusmem
 from tests.support.memory import do_import, rows
 from tests.support.ports import free_port
@@ -188,7 +188,7 @@ def test_a_connection_that_keeps_dropping_is_dead_lettered_and_retry_replays_it(
 
     # the real client stops at the dead letter instead of waiting out its timeout
     with _read_api(settings) as url:
-        run = remember.run(remember_python, ["-c", _WAIT_FOR_READINESS, url, version_id],
+        run = remember_venv.run(remember_python, ["-c", _WAIT_FOR_READINESS, url, version_id],
                            tmp_path / "remember-config", timeout=180)
     assert run.returncode == 0, run.stderr[-3000:]
     waited = json.loads(run.stdout)

@@ -1,5 +1,5 @@
 """`corpusmem serve` on the example corpus, driven by the real `remember` 0.17.2 client (run from
-its own venv: tests/support/remember.py)."""
+its own venv: tests/support/remember_venv.py)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import json
 import httpx
 import pytest
 
-from tests.support import remember
+from tests.support import remember_venv
 from tests.support.paths import SUPPORT
 
 pytestmark = pytest.mark.integration
 
 
 def test_the_remember_client_works_against_corpusmem_serve(served, remember_python, tmp_path):
-    run = remember.run(remember_python, [str(SUPPORT / "remember_client.py"), served], tmp_path / "remember-config",
+    run = remember_venv.run(remember_python, [str(SUPPORT / "remember_client.py"), served], tmp_path / "remember-config",
                        timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout)

@@ -9,7 +9,7 @@ import pytest
 
 from serve.query_models import QueryResult
 from sql.query_space import query_manifest
-from tests.support import remember
+from tests.support import remember_venv
 from tests.support.paths import SUPPORT
 
 pytestmark = pytest.mark.integration
@@ -62,7 +62,7 @@ def test_space_is_the_manifest_and_statements_answer_200(reader):
 
 
 def test_the_remember_client_parses_every_query_route(served, remember_python, tmp_path):
-    run = remember.run(remember_python, [str(SUPPORT / "remember_query_client.py"), served],
+    run = remember_venv.run(remember_python, [str(SUPPORT / "remember_query_client.py"), served],
                        tmp_path / "remember-config", timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout)
