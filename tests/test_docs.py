@@ -127,11 +127,17 @@ def test_every_corpusmem_example_in_the_docs_parses(page, argv, capsys):
         pytest.fail(f"{page}: `{shlex.join(argv)}` does not parse: {capsys.readouterr().err}")
 
 
-def test_every_make_target_in_the_readme_exists():
+def test_every_make_target_in_the_readme_exists_and_its_corpusmem_commands_parse(capsys):
     makefile = (ROOT / "Makefile").read_text()
-    targets = set(re.findall(r"^([a-z][\w-]*):", makefile, re.M))
+    recipes = {m[0]: m[1] for m in re.findall(r"^([a-z][\w-]*):.*\n((?:\t.*\n)*)", makefile, re.M)}
     wanted = {argv[1] for argv in _readme_commands() if _program(argv) == "make"}
-    assert wanted and wanted <= targets
+    assert wanted and wanted <= set(recipes)
+    for target in wanted:
+        for command in re.findall(r"/bin/corpusmem (.*)", recipes[target]):
+            try:
+                build_parser().parse_args(shlex.split(command))
+            except SystemExit:
+                pytest.fail(f"make {target}: `corpusmem {command}` does not parse: {capsys.readouterr().err}")
 
 
 def _readme_statements() -> list[tuple[str, list[object], str | None]]:
