@@ -7,6 +7,7 @@ reembed` switched the pin in between: a read never compares vectors of two model
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 import psycopg
@@ -50,5 +51,5 @@ class Questions:
             self.pin = (await (await c.execute(store.PINNED_MODEL_SQL)).fetchone())[0]
         return await self._vector(text, self.pin)
 
-    def _vector(self, text: str, pin: str) -> Any:
+    def _vector(self, text: str, pin: str) -> Awaitable[Any]:
         return self._embed(text) if pin == self._server_pin else self._embed(text, pin)
