@@ -10,22 +10,23 @@ receipts. The fields the seed names are all there; `run_id`, `backend`, `calls` 
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import json
-import time
 from datetime import UTC, timedelta
 from typing import Any
 
 import psycopg
 from fastapi import HTTPException
 
+from sql import admission
 from sql.read import cost_queries
 
 CONTRACT = "rememberstack.cost_export.v1"
 HORIZON = timedelta(seconds=60)
 MIN_INTERVAL_S = 1.0
+# The seed's rate limit: one request per second per process (a bucket of one token, one a second).
+ONE_PER_SECOND = admission.Policy(deployment_per_minute=round(60 / MIN_INTERVAL_S), burst=1)
 
 
 def encode_cursor(after: int) -> str:
@@ -45,19 +46,12 @@ def decode_cursor(cursor: str | None) -> int:
     return after
 
 
-class OnePerSecond:
-    """The seed's rate limit: one request per second per process, refused with 429 `rate limited`."""
-
-    def __init__(self) -> None:
-        self._last = -MIN_INTERVAL_S
-        self._lock = asyncio.Lock()
-
-    async def admit(self) -> None:
-        async with self._lock:
-            now = time.monotonic()
-            if now - self._last < MIN_INTERVAL_S:
-                raise HTTPException(429, "rate limited", headers={"Retry-After": "1"})
-            self._last = now
+def admit(rate: admission.Admission) -> None:
+    """Counted against `rate` (an `Admission` under `ONE_PER_SECOND`), or 429 `rate limited`."""
+    try:
+        rate.leave(rate.enter(None))   # a rate only: nothing stays in flight
+    except admission.NotAdmitted as refused:
+        raise HTTPException(429, "rate limited", headers={"Retry-After": str(refused.retry_after)}) from None
 
 
 async def page(conn: psycopg.AsyncConnection, deployment_id: str, cursor: str | None, limit: int) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Query
 from serve import cost_export, operations, reads
 from serve import models as m
 from serve.replica import DeploymentInfo, Pools
+from sql import admission
 from sql.store import authority as store
 
 
@@ -36,12 +37,12 @@ def status_router(pools: Pools, deployment: DeploymentInfo) -> APIRouter:
             return await reads.readiness(c, request, deployment, deployment.build_revision,
                                          [index for _, _, index in store.VECTOR_COLUMNS])
 
-    cost_rate = cost_export.OnePerSecond()
+    cost_rate = admission.Admission(cost_export.ONE_PER_SECOND)
 
     @router.get("/ops/cost-export/v1")
     async def export_costs(cursor: Annotated[str | None, Query(max_length=200)] = None,
                            limit: Annotated[int, Query(ge=1, le=500)] = 100) -> dict[str, Any]:
-        await cost_rate.admit()
+        cost_export.admit(cost_rate)
         async with pools.snapshot() as c:
             return await cost_export.page(c, deployment.deployment_id, cursor, limit)
 

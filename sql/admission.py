@@ -1,7 +1,8 @@
 """Admission: how much work a caller, and the deployment as a whole, may have in flight, start
 per minute, and spend in seconds per minute. One controller for every surface that admits work
-on the authority: the read API's requests (`serve.admission`) and the query space's statements
-(`sql.query_space.query_runner`), each with its own `Policy` and its own counters.
+on the authority: the read API's requests (`serve.admission`), the query space's statements
+(`sql.query_space.query_runner`) and the cost export's one request a second
+(`serve.cost_export`), each with its own `Policy` and its own counters.
 
 Counters live in the process: each replica (and each CLI process) admits its own share. A
 refusal counts against nothing. Surfaces name the refusals in their own words; the controller
@@ -28,9 +29,9 @@ class Policy:
     """The limits of one surface, per caller and per deployment; a limit that is not positive is off.
 
     `*_in_flight`: work running at once. `*_per_minute`: work started, a token bucket refilling
-    continuously with a burst of a quarter of the rate (at least one). `*_seconds`: seconds of
-    work that finished within the last minute; a run is counted when it ends, so the work
-    running at the moment the budget is spent still finishes.
+    continuously that holds `burst` tokens (not positive: a quarter of the rate, at least one).
+    `*_seconds`: seconds of work that finished within the last minute; a run is counted when it
+    ends, so the work running at the moment the budget is spent still finishes.
     """
 
     caller_in_flight: int = 0
@@ -39,6 +40,7 @@ class Policy:
     deployment_per_minute: int = 0
     caller_seconds: float = 0
     deployment_seconds: float = 0
+    burst: float = 0
 
 
 class NotAdmitted(Exception):
@@ -59,8 +61,7 @@ class _Counter:
     stamp: float = 0.0
     spent: deque[tuple[float, float]] = field(default_factory=deque)   # (finished at, seconds)
 
-    def refill(self, per_minute: int, now: float) -> None:
-        burst = max(1.0, per_minute / 4)
+    def refill(self, per_minute: int, burst: float, now: float) -> None:
         refilled = burst if self.tokens is None else self.tokens + (now - self.stamp) * per_minute / WINDOW_S
         self.tokens = min(burst, refilled)
         self.stamp = now
@@ -119,7 +120,7 @@ class Admission:
                     raise NotAdmitted("in_flight", 1)   # a slot may free at any moment
             for counter, _, per_minute, _ in scopes:
                 if per_minute > 0:
-                    counter.refill(per_minute, now)
+                    counter.refill(per_minute, p.burst if p.burst > 0 else max(1.0, per_minute / 4), now)
                     if wait := counter.rate_wait(per_minute):
                         raise NotAdmitted("rate", wait)
             for counter, _, _, seconds in scopes:

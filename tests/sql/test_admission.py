@@ -86,3 +86,13 @@ def test_a_new_caller_is_admitted_at_a_rate_whose_burst_is_one(clock):
     controller.leave(controller.enter("a"))
     assert refusal(controller, "a") == ("rate", 15)
     controller.enter("b")
+
+
+def test_a_bucket_of_one_at_sixty_a_minute_admits_one_a_second(clock):
+    controller = Admission(Policy(deployment_per_minute=60, burst=1))   # the cost export's rate
+    controller.leave(controller.enter(None))
+    clock.now += 0.5
+    assert refusal(controller, None) == ("rate", 1)
+    clock.now += 0.5
+    controller.leave(controller.enter(None))
+    assert refusal(controller, None) == ("rate", 1)
