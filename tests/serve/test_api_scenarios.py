@@ -31,7 +31,8 @@ DOCS = {
     "2026-06-12-retro.md": "# Billing migration retro\n\nRavi moved from the billing migration to the search "
                            "team on 1 June.\n",
     "2026-02-01-roster.md": "# On-call roster\n\nRavi is the on-call engineer for billing incidents.\n",
-    "2026-03-02-search.md": "# Search team notes\n\nDana Kim leads the search team.\n\nDana presented the roadmap.\n",
+    "2026-03-02-search.md": "# Search team notes\n\nDana Kim has led the search team since 1 March "
+                           "2026.\n\nDana presented the roadmap.\n",
     "2026-03-03-finance.md": "# Finance notes\n\nDana Ortiz owns the finance budget.\n\nDana approved the plan.\n",
     "2026-05-02-spec.md": "# Billing migration: cutover specification\n\nThe cutover is scheduled for June 8.\n",
     "2026-05-20-standup.md": "# Billing migration stand-up\n\nThe cutover is on June 15.\n",
@@ -116,7 +117,9 @@ def test_graph_expansion_adds_neighbours_as_nodes_and_predicate_limits_it(api):
     dana = entity(api, "Dana Kim")
     got = op(api, "facts_context", query="search", entity_ids=[dana], hops=2)
     nodes = {n["name"]: n["hops"] for n in got["nodes"]}
-    assert nodes.get("search team") == 1 and nodes.get("Ravi") == 2   # Ravi works on the search team now
+    # both steps have a complete window that holds now: Dana since 1 March, Ravi since 1 June
+    assert nodes.get("search team") == 1 and nodes.get("Ravi") == 2
+    assert "billing migration" not in nodes   # Ravi's step there ended on 1 June
     assert SEARCH in matches(got)
     narrow = op(api, "facts_context", query="search", entity_ids=[dana], hops=2, predicate="owns")
     assert narrow["nodes"] == [] and all("owns" in f["label"] for f in narrow["facts"])

@@ -63,9 +63,13 @@ def main(url: str) -> None:
     step("neighborhood_as_of", lambda: dump(c.graph_neighborhood(
         entity_id=ravi, hops=1, valid_at=datetime(2026, 3, 1, tzinfo=UTC), believed_at=datetime.now(UTC),
         include_paths=True)))
-    step("neighborhood_page", lambda: dump(c.graph_neighborhood(entity_id=ravi, hops=2, limit=1)))
+    # Priya has two current relations with complete windows (schema change, invoice rewrite): two pages of one
+    step("resolve_priya", lambda: dump(c.resolve_entity("Priya")))
+    priya = (out["resolve_priya"].get("value", {}).get("entities") or [{}])[0].get("entity_id")
+    step("neighborhood_page", lambda: dump(c.graph_neighborhood(entity_id=priya, hops=2, limit=1)))
     cursor = ((out["neighborhood_page"].get("value") or {}).get("truncation") or {}).get("continuation")
-    step("neighborhood_next", lambda: dump(c.graph_neighborhood(entity_id=ravi, hops=2, limit=1, continuation=cursor)))
+    step("neighborhood_next", lambda: dump(c.graph_neighborhood(entity_id=priya, hops=2, limit=1,
+                                                                 continuation=cursor)))
     step("neighborhood_foreign", lambda: dump(c.graph_neighborhood(entity_id=billing, hops=2, limit=1,
                                                                     continuation=cursor)))
     step("path", lambda: dump(c.graph_path(from_entity_id=ravi, to_entity_id=billing, max_hops=3)))
