@@ -27,6 +27,7 @@ from actors.sources.stores import (
     parse_filter,
 )
 from jobs import import_corpus, runtime
+from jobs.run_report import RunReport
 from jobs.settings import Settings
 from jobs.sources import Reading
 from jobs.stages import TASK_CPUS, Run
@@ -216,7 +217,7 @@ def delete_missing(dsn: str, prepared: Prepared, *, dry_run: bool, out=sys.stdou
 
 @dataclass
 class VectorReport:
-    run: import_corpus.RunReport | None
+    run: RunReport | None
     prepared: Prepared
     tally: RebuildTally
     deletions: Deletions | None

@@ -37,7 +37,7 @@ class Questions:
     async def in_space(self, c: psycopg.AsyncConnection, text: str, question: Any, pin: str) -> Any:
         """The question's vector in the space of the pin the snapshot `c` reads: a query never
         compares vectors of two models, even when a switch committed since it was embedded."""
-        pinned = (await (await c.execute(store.PINNED_MODEL_SQL)).fetchone())[0]
+        pinned = await _pin(c)
         if pinned == pin:
             return question
         self.pin = pinned
@@ -48,8 +48,13 @@ class Questions:
         read just before (a switch between the two that changed the dimension is refused by
         memory_v1's own check of the query vector)."""
         async with self._pools.snapshot() as c:
-            self.pin = (await (await c.execute(store.PINNED_MODEL_SQL)).fetchone())[0]
+            self.pin = await _pin(c)
         return await self._vector(text, self.pin)
 
     def _vector(self, text: str, pin: str) -> Awaitable[Any]:
         return self._embed(text) if pin == self._server_pin else self._embed(text, pin)
+
+
+async def _pin(c: psycopg.AsyncConnection) -> str:
+    """The embedding model the deployment is pinned to, as the snapshot `c` reads it."""
+    return (await (await c.execute(store.PINNED_MODEL_SQL)).fetchone())[0]

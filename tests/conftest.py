@@ -24,7 +24,7 @@ from tests.support import remember_venv
 from tests.support.paths import EXAMPLES
 
 if TYPE_CHECKING:
-    from jobs.import_corpus import RunReport
+    from jobs.run_report import RunReport
 
 # Row counts of these tables are the example memory's fingerprint: a test that changes any of them
 # in the shared copy would make other tests depend on the order they run in.

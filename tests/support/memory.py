@@ -15,7 +15,7 @@ import psycopg
 from jobs.settings import Settings, load_settings
 
 if TYPE_CHECKING:
-    from jobs.import_corpus import RunReport
+    from jobs.run_report import RunReport
 
 _counter = itertools.count()
 
