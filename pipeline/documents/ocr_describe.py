@@ -55,7 +55,8 @@ def describe_messages(image: bytes, mime: str, *, filename: str, ocr_text: str) 
     """Chat messages asking for the description of `image` (its bytes, of type `mime`)."""
     url = f"data:{mime};base64,{base64.b64encode(image).decode('ascii')}"
     read = " ".join(ocr_text.split())[:_OCR_CONTEXT_CHARS] or "(none)"
-    task = f"File name: {filename}\nOCR text of the image: {read}\n\nDescribe the image. Answer with the JSON object only."
+    task = (f"File name: {filename}\nOCR text of the image: {read}\n\n"
+            "Describe the image. Answer with the JSON object only.")
     return [{"role": "system", "content": prompt()},
             {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},
                                          {"type": "text", "text": task}]}]

@@ -86,6 +86,10 @@ def test_a_folder_of_scans_imports_searchable_pages_and_claims_that_cite_page_an
     assert "page 2, line 1 " in second_page and "Priya Raman" in second_page, second_page
     assert "page 1, line 1 " in show_claims(memory, "whiteboard.png")
     assert " page " not in show_claims(memory, "typed.pdf")
+    # and facts are decided from them as from any text
+    subjects = {name for (name,) in rows(memory, "SELECT DISTINCT e.canonical_name FROM facts f"
+                                                 " JOIN entities e ON e.entity_id = f.subject_id")}
+    assert "Dana Whitfield" in subjects, subjects
 
 
 def test_retry_converts_a_version_parked_while_ocr_was_off(memory, ray_local, tmp_path):
