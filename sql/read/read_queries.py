@@ -247,7 +247,8 @@ async def documents_page(conn: Conn, limit: int, after: str | None, statuses: li
         " v.ingested_at, v.error, v.parked_reason, v.mime FROM documents d JOIN LATERAL"
         f" (SELECT w.*, {version_status('w')} AS shown FROM versions w WHERE w.doc_id = d.doc_id"
         f" ORDER BY w.seq DESC LIMIT 1) v ON true WHERE {servable('document', 'd')}"
-        " AND (%(after)s::uuid IS NULL OR d.doc_id > %(after)s::uuid) AND (%(st)s::text[] IS NULL OR v.shown = ANY(%(st)s))"
+        " AND (%(after)s::uuid IS NULL OR d.doc_id > %(after)s::uuid)"
+        " AND (%(st)s::text[] IS NULL OR v.shown = ANY(%(st)s))"
         " ORDER BY d.doc_id LIMIT %(n)s", {"after": after, "st": statuses, "n": limit + 1})
 
 

@@ -31,8 +31,8 @@ def test_a_parked_version_is_listed_as_parked_with_its_reason(memory):
     pinned = store.open_store(memory, embedding_model=MODEL, embedding_dim=384, build_revision="test")
     deployment = pinned.deployment.deployment_id
     with psycopg.connect(memory.dsn, autocommit=True) as conn:
-        got = api_ingest(conn, ObjectStore(memory.object_store_uri), deployment, b"\x00\x01 drawing", filename="plan.dwg",
-                         mime="image/vnd.dwg", title=None, source_kind="test", source_ref="plan.dwg",
+        got = api_ingest(conn, ObjectStore(memory.object_store_uri), deployment, b"\x00\x01 drawing",
+                         filename="plan.dwg", mime="image/vnd.dwg", title=None, source_kind="test", source_ref="plan.dwg",
                          source_modified_at=None, versioning_mode="snapshot", source_version_ref=None)
         # what the writer records when `convert` finds no route for the type
         writes.write_unfinished(conn, records.new_row(version_id=str(got.version_id), outcome=records.PARKED))
