@@ -16,8 +16,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-# Below this the recogniser's own score is more often wrong than right on clean renders and on
-# phone photos: such lines are kept (dropping text loses evidence) but flagged in the side table.
+# A line the recogniser scores below this is kept (dropping text would lose evidence) but flagged
+# in the side table, so a reader can weigh it. A chosen threshold, not a calibrated one; no line
+# of a clean render falls under it (tests/actors/test_ocr.py).
 LOW_CONFIDENCE = 0.8
 # A line joins the block above it when the gap between them is under this many line heights and
 # they overlap horizontally: the spacing of lines within a paragraph, never between paragraphs.

@@ -52,6 +52,7 @@ def test_rendered_sentences_come_back_with_a_character_error_rate_under_5_percen
         assert row["s_ocr"] > 0
     assert len(rates) == 6
     assert max(rates.values()) < MAX_CER, rates
+    assert not any(ln["low_confidence"] for row in rows for ln in row["ocr_lines"])
     tiff = rows[2]
     assert [(ln["page"], ln["line"]) for ln in tiff["ocr_lines"]] == [(1, 1), (1, 2), (2, 1), (2, 2)]
     assert all(0 <= ln["x0"] < ln["x1"] <= 1 and 0 <= ln["y0"] < ln["y1"] <= 1 for ln in tiff["ocr_lines"])
