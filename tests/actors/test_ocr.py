@@ -6,6 +6,7 @@ layer; bad rows fail with their reason and the rest of the batch is converted.""
 from __future__ import annotations
 
 import pytest
+from PIL import ImageDraw, ImageFont
 
 from actors.ocr import Ocr
 from pipeline import records
@@ -56,6 +57,18 @@ def test_rendered_sentences_come_back_with_a_character_error_rate_under_5_percen
     tiff = rows[2]
     assert [(ln["page"], ln["line"]) for ln in tiff["ocr_lines"]] == [(1, 1), (1, 2), (2, 1), (2, 2)]
     assert all(0 <= ln["x0"] < ln["x1"] <= 1 and 0 <= ln["y0"] < ln["y1"] <= 1 for ln in tiff["ocr_lines"])
+
+
+def test_text_is_read_in_shadow_and_in_faint_ink(ocr):
+    page = render([])
+    draw = ImageDraw.Draw(page)
+    font = ImageFont.load_default(size=32)
+    draw.text((100, 150), "Faint pencil notes on the whiteboard margin.", fill=(175, 175, 175), font=font)
+    draw.rectangle((0, 900, 1240, 1754), fill="black")   # the desk under a photographed page
+    draw.text((100, 1200), "White chalk on the dark half.", fill="white", font=font)
+    [row] = records.to_rows(ocr(records.to_table([_row("photo.png", "image/png", encode([page], "PNG"))])))
+    assert cer("Faint pencil notes on the whiteboard margin. White chalk on the dark half.",
+               _page_text(row, 1)) < MAX_CER, row["markdown"]
 
 
 def test_a_bad_row_fails_with_its_reason_and_the_others_are_read(ocr):
