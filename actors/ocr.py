@@ -34,12 +34,14 @@ _THRESHOLD_OFFSET = 15
 class Recogniser:
     """The model: an RGB image → its text lines (box, text, confidence), in the model's order."""
 
-    def __init__(self, gpu: bool = False) -> None:
+    def __init__(self, gpu: bool = False, threads: int | None = None) -> None:
         from rapidocr_onnxruntime import RapidOCR
 
         # ONNX Runtime's CUDA provider when the actor holds a GPU and the runtime has one
-        cuda = {"det_use_cuda": True, "cls_use_cuda": True, "rec_use_cuda": True} if gpu else {}
-        self._engine = RapidOCR(**cuda)
+        options: dict = {"det_use_cuda": True, "cls_use_cuda": True, "rec_use_cuda": True} if gpu else {}
+        if threads is not None:   # None: ONNX Runtime's default, every core
+            options["intra_op_num_threads"] = threads
+        self._engine = RapidOCR(**options)
         self.version = f"rapidocr-onnxruntime {version(PACKAGE)}"
 
     def __call__(self, image: Image) -> list[Line]:
@@ -59,8 +61,8 @@ class Recogniser:
 class Ocr:
     """Ray Data callable class: a batch of rows → the same rows, OCR'd where `convert` asked."""
 
-    def __init__(self, max_pixels: int, gpu: bool = False) -> None:
-        self._recognise = Recogniser(gpu)
+    def __init__(self, max_pixels: int, gpu: bool = False, threads: int | None = None) -> None:
+        self._recognise = Recogniser(gpu, threads)
         self._max_pixels = max_pixels
 
     def __call__(self, batch: pa.Table) -> pa.Table:

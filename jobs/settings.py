@@ -63,10 +63,10 @@ SETTINGS: tuple[Setting, ...] = (
             "Largest expanded/compressed ratio of one archive member (zip bombs)."),
     Setting("CORPUSMEM_ARCHIVE_MAX_MEMBERS", "archive_max_members", "100000",
             "Most members read from one archive."),
-    Setting("CORPUSMEM_OCR_WORKERS", "ocr_workers", "1",
+    Setting("CORPUSMEM_OCR_WORKERS", "ocr_workers", "2",
             "OCR actors (RapidOCR's models, shipped in its wheel, loaded once per actor) for images and "
-            "PDF pages without a text layer. 0 turns OCR off: images are parked `no_route`, and a PDF is "
-            "converted from the text layer it has."),
+            "PDF pages without a text layer, the node's CPUs shared among them as ONNX Runtime threads. "
+            "0 turns OCR off: images are parked `no_route`, and a PDF is converted from the text layer it has."),
     Setting("CORPUSMEM_OCR_BATCH", "ocr_batch", "4",
             "Documents per call of an OCR actor."),
     Setting("CORPUSMEM_OCR_MAX_PIXELS", "ocr_max_pixels", str(40_000_000),

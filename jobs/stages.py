@@ -121,6 +121,7 @@ class OcrPool:
     max_pixels: int
     min_pdf_page_chars: int
     gpu: bool   # the actors share a GPU that no embedder holds, through ONNX Runtime's CUDA provider
+    threads: int   # ONNX Runtime threads per actor: the node's CPUs shared among the actors
 
     @classmethod
     def of(cls, settings: Settings, resources: dict[str, float], embedder_gpus: int) -> OcrPool | None:
@@ -132,13 +133,16 @@ class OcrPool:
         gpu = (resources.get("GPU", 0) >= embedder_gpus + 1
                and "CUDAExecutionProvider" in onnxruntime.get_available_providers())
         return cls(settings.ocr_workers, settings.ocr_batch, settings.ocr_max_pixels,
-                   settings.ocr_min_pdf_page_chars, gpu)
+                   settings.ocr_min_pdf_page_chars, gpu,
+                   max(1, int(resources.get("CPU", 1)) // settings.ocr_workers))
 
     def stage(self) -> Stage:
-        # ONNX Runtime computes on every core of the node; the logical CPU only places the actor,
-        # and a small one leaves room beside the embedder on a laptop
-        return Stage(Ocr, self.batch_size, fn_constructor_kwargs={"max_pixels": self.max_pixels, "gpu": self.gpu},
-                     actors=self.workers, **({"num_gpus": 1 / self.workers} if self.gpu else {"num_cpus": TASK_CPUS}))
+        # No logical CPU: ONNX Runtime computes on its `threads` cores whatever Ray counts, and a
+        # CPU share held by the actors would leave a one-CPU node, after the embedder and the
+        # database actors took theirs (`embedder_cpus`), no room for a conversion task.
+        return Stage(Ocr, self.batch_size, fn_constructor_kwargs={
+                         "max_pixels": self.max_pixels, "gpu": self.gpu, "threads": self.threads},
+                     actors=self.workers, num_cpus=0, **({"num_gpus": 1 / self.workers} if self.gpu else {}))
 
 
 def ingest(run: Run, ocr: bool) -> Stage:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from actors.embedder import ModelRef
 from actors.retries import RetryPolicy
 from jobs.settings import load_settings
-from jobs.stages import TASK_CPUS, DocumentStages, Embedding, OcrPool, Run
+from jobs.stages import DocumentStages, Embedding, OcrPool, Run
 from pipeline.documents.convert import OcrOptions
 
 _RUN = Run("run-1", "postgresql:///memory", "/objects", 16, RetryPolicy(attempts=3))
@@ -17,20 +17,21 @@ _EMBEDDING = Embedding(ModelRef("m", "/models/m"), gpu=True, device="cuda", batc
 def test_the_ocr_pool_follows_its_settings_and_is_absent_when_off():
     settings = load_settings({"CORPUSMEM_OCR_WORKERS": "2", "CORPUSMEM_OCR_BATCH": "3",
                               "CORPUSMEM_OCR_MAX_PIXELS": "1000000", "CORPUSMEM_OCR_MIN_PDF_PAGE_CHARS": "5"})
-    assert OcrPool.of(settings, {"CPU": 2.0}, embedder_gpus=0) == OcrPool(2, 3, 1_000_000, 5, gpu=False)
+    assert OcrPool.of(settings, {"CPU": 8.0}, embedder_gpus=0) == OcrPool(2, 3, 1_000_000, 5, gpu=False, threads=4)
+    assert OcrPool.of(settings, {"CPU": 1.0}, embedder_gpus=0).threads == 1
     assert OcrPool.of(load_settings({"CORPUSMEM_OCR_WORKERS": "0"}), {"CPU": 2.0}, embedder_gpus=0) is None
 
 
 def test_ocr_runs_after_convert_in_its_own_actor_pool():
-    ocr = OcrPool(2, 3, 1_000_000, 5, gpu=False)
+    ocr = OcrPool(2, 3, 1_000_000, 5, gpu=False, threads=4)
     stages = DocumentStages.of(None, _EMBEDDING, workers=1, target_chars=800, ocr=ocr).stages(_RUN, ingested=False)
     assert [s.fn.__name__ for s in stages] == ["Ingest", "convert", "Ocr", "structure", "chunk", "Embed", "Write"]
     ingest, convert, pool = (s.map_batches_kwargs() for s in stages[:3])
     assert "image/png" in ingest["fn_constructor_kwargs"]["routable"]
     assert convert["fn_kwargs"] == {"ocr": OcrOptions(min_pdf_page_chars=5)}
     assert (pool["batch_size"], pool["compute"].min_size, pool["compute"].max_size, pool["num_cpus"]) == (
-        3, 2, 2, TASK_CPUS)
-    assert pool["fn_constructor_kwargs"] == {"max_pixels": 1_000_000, "gpu": False}
+        3, 2, 2, 0)
+    assert pool["fn_constructor_kwargs"] == {"max_pixels": 1_000_000, "gpu": False, "threads": 4}
 
 
 def test_without_ocr_images_have_no_route():
