@@ -10,6 +10,7 @@ import logging
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cache
 from importlib import metadata
@@ -97,6 +98,12 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str |
         address = os.environ.get("RAY_ADDRESS") or None
         submitted = _SUBMITTED_JOB in os.environ or bool(os.environ.get("RAY_JOB_ID"))
         joined = served_ray() if join and not serves and address is None and not submitted else None
+        if joined:
+            # Ray turns token authentication on by itself only for a Ray it finds on its own, not
+            # for an address it is given: the server's Ray tells how it authenticates, and Ray's
+            # configuration, read when it was imported, is read again.
+            os.environ.update(joined.auth)
+            ray._raylet.Config.initialize("")
         runtime_env = None
         if address not in (None, "local") and not submitted:
             # A client outside the cluster: ship the packages so workers import the same code.
@@ -106,7 +113,7 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str |
         if job_name and not submitted:
             job_config = ray.job_config.JobConfig(metadata={"job_name": job_name})
             _job_name = job_name
-        address = address or joined
+        address = address or (joined.address if joined else None)
         if serves:
             os.environ[_SERVER_MARK] = "1"   # inherited by the raylet this process may start
         if keep and address is None:
@@ -118,7 +125,7 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str |
         _dashboard_url = context.dashboard_url or None
         shutdown.keep_signals()
         if joined:
-            print(f"ray: joined the Ray of the running `corpusmem serve` at {joined} (RAY_ADDRESS=local starts "
+            print(f"ray: joined the Ray of the running `corpusmem serve` at {joined.address} (RAY_ADDRESS=local starts "
                   "a new one; stopping that server interrupts this command, and a re-run resumes it)",
                   file=sys.stderr, flush=True)
         if quiet:
@@ -150,9 +157,18 @@ def _start_kept(num_cpus: int | None) -> str:
     return "auto"
 
 
-def served_ray() -> str | None:
-    """The address of the newest Ray that a `corpusmem serve` of this user runs on this machine
-    with this Python, or None.
+@dataclass(frozen=True)
+class ServedRay:
+    address: str
+    auth: dict[str, str]   # how its raylet authenticates (RAY_AUTH_MODE and where the token is)
+
+
+_AUTH_VARIABLES = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_TOKEN")
+
+
+def served_ray() -> ServedRay | None:
+    """The newest Ray that a `corpusmem serve` of this user runs on this machine with this Python,
+    or None.
 
     Joining it saves starting and stopping a Ray (seconds each), and two Rays on one machine
     would each take every core for its own. Only a server's Ray is joined: the Ray another
@@ -162,7 +178,7 @@ def served_ray() -> str | None:
     made (and `ray.init` joins those by itself)."""
     import psutil
 
-    found: list[tuple[float, str]] = []
+    found: list[tuple[float, ServedRay]] = []
     for proc in psutil.process_iter(["name", "uids", "cmdline", "create_time"]):
         info = proc.info
         if info["name"] != "raylet" or not info["uids"] or info["uids"].real != os.getuid():
@@ -172,11 +188,13 @@ def served_ray() -> str | None:
         if not (flags.get("--gcs-address") and python and os.path.abspath(python) == os.path.abspath(sys.executable)):
             continue
         try:
-            if proc.environ().get(_SERVER_MARK) == "1":
-                found.append((info["create_time"], flags["--gcs-address"]))
+            environ = proc.environ()
         except psutil.Error:
             continue   # gone, or not ours to read after all
-    return max(found)[1] if found else None
+        if environ.get(_SERVER_MARK) == "1":
+            auth = {k: environ[k] for k in _AUTH_VARIABLES if k in environ}
+            found.append((info["create_time"], ServedRay(flags["--gcs-address"], auth)))
+    return max(found, key=lambda f: f[0])[1] if found else None
 
 
 def quiet_console() -> None:

@@ -32,7 +32,7 @@ def test_an_import_joins_the_served_ray_and_the_dashboard_lists_both_named_jobs_
     done = subprocess.run([sys.executable, "-m", "jobs.cli", "import", "--no-progress", str(notes)], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "ray: joined the Ray running at " in done.stderr, done.stderr
+    assert "ray: joined the Ray of the running `corpusmem serve` at " in done.stderr, done.stderr
     assert f"dashboard {dashboard} (its token: `ray get-auth-token`)" in done.stdout, done.stdout
 
     token = subprocess.run([str(Path(sys.executable).with_name("ray")), "get-auth-token"], capture_output=True,
