@@ -25,6 +25,7 @@ from actors import metrics
 from actors.object_store import ObjectStore
 from actors.retries import GaveUp, RetryPolicy, describe, with_retries
 from pipeline import records
+from pipeline.documents.ocr_convert import pages_recognised
 from sql.write import ingest as ingest_sql
 from sql.write import writes
 
@@ -207,7 +208,7 @@ REPORT_SCHEMA = pa.schema([
     ("error", pa.string()), ("chunks", pa.int64()), ("chunk_vectors_computed", pa.int64()),
     ("claim_vectors_computed", pa.int64()), ("vectors_cached", pa.int64()),
     ("vectors_reused", pa.int64()), ("claims", pa.int64()), ("claims_reused", pa.int64()),
-    ("ledger_rows", pa.int64()),
+    ("ledger_rows", pa.int64()), ("ocr_pages", pa.int64()),
     *[(f"s_{stage}", pa.float64()) for stage in records.STAGES],
 ])
 
@@ -243,7 +244,8 @@ def report_table(rows: list[dict]) -> pa.Table:
             "vectors_cached": len(chunks) - reused + len(claims) - claims_reused
             - (r["chunk_vectors_computed"] or 0) - (r["claim_vectors_computed"] or 0) if active else 0,
             "vectors_reused": reused, "claims": len(claims), "claims_reused": claims_reused,
-            "ledger_rows": len(r["ledger"] or []) if active else 0, **{f"s_{s}": r[f"s_{s}"] for s in records.STAGES}})
+            "ledger_rows": len(r["ledger"] or []) if active else 0,
+            "ocr_pages": pages_recognised(r) if active else 0, **{f"s_{s}": r[f"s_{s}"] for s in records.STAGES}})
     return pa.Table.from_pylist(out, schema=REPORT_SCHEMA)
 
 

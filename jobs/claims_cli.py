@@ -19,6 +19,13 @@ def _window(valid_from, valid_until, precision, kind) -> str:
     return f"{kind or 'time'} {start}..{end} ({precision})"
 
 
+def _page_lines(page: int | None, first: int | None, last: int | None) -> str:
+    """Where an OCR'd claim is on its page: " page 3, lines 4–6"; "" for text that was not OCR'd."""
+    if page is None:
+        return ""
+    return f" page {page}, line {first}" if first == last else f" page {page}, lines {first}–{last}"
+
+
 def show_claims(settings: Settings, ref: str) -> str:
     with store.connect(store.resolve_dsn(settings)) as conn:
         doc_id, source_ref = q.find_document(conn, ref)
@@ -27,11 +34,11 @@ def show_claims(settings: Settings, ref: str) -> str:
             return f"{source_ref}: no converted version yet (see `corpusmem status`)"
         rows = q.claims_of_version(conn, found[0])
     lines = [f"{source_ref} (doc {doc_id}, version {found[0]}): {len(rows)} claims"]
-    for start, end, text, span, attributed, asserted, vfrom, vuntil, precision, kind, current, _ in rows:
+    for start, end, text, span, attributed, asserted, vfrom, vuntil, precision, kind, current, _, *ocr in rows:
         flags = ", ".join(f for f in ("attributed" if attributed else "",
                                       "" if current else "not current") if f)
         said = f"said {asserted:%Y-%m-%d}" if asserted else "undated source"
-        lines.append(f"[{start}:{end}] {text}")
+        lines.append(f"[{start}:{end}]{_page_lines(*ocr)} {text}")
         lines.append(f"    source: {' '.join(span.split())!r}; {said}; {_window(vfrom, vuntil, precision, kind)}"
                      + (f"; {flags}" if flags else ""))
     return "\n".join(lines)

@@ -30,7 +30,7 @@ from jobs.progress import Progress
 from jobs.run_report import RunReport
 from jobs.settings import Settings
 from jobs.sources import Folders, Source
-from jobs.stages import DocumentStages, Embedding, Run
+from jobs.stages import DocumentStages, Embedding, OcrPool, Run
 from pipeline.documents.walk import SourceOptions
 from sql.store import authority as store
 from sql.store import runs
@@ -75,7 +75,8 @@ def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmP
                                       batch_size=settings.embed_batch)
     # With an LLM pass, claims come from that pass after the main pipeline.
     pipeline = DocumentStages.of(None if llm is not None else options.extractor, embedding,
-                                 workers=options.workers, target_chars=settings.chunk_target_chars)
+                                 workers=options.workers, target_chars=settings.chunk_target_chars,
+                                 ocr=OcrPool.of(settings, resources, options.workers if embedding.gpu else 0))
     authority = store.open_store(settings, embedding_model=model.pin, embedding_dim=model_dimension(model),
                                  build_revision=runtime.build_revision())
     run = _start_run(authority.dsn, options, settings)

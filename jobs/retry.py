@@ -4,8 +4,10 @@ A version whose document stage is `failed` (permanent: a corrupt file, undecodab
 `dead_letter` (transient failures that used up their attempts) is reopened, claimed by a new run
 and processed from its stored bytes exactly as an import would (`LoadQueued` in place of read and
 ingest); fact stages are reopened and the run's facts phase takes them up. What still fails ends
-`failed` or `dead_letter` again with its new reason. Items refused before they became versions
-(unreadable files, archive members) have no stored bytes: importing them again retries them.
+`failed` or `dead_letter` again with its new reason. A version parked `no_route` whose type has
+a route in this install now (images, once OCR is on) is queued and converted the same way. Items
+refused before they became versions (unreadable files, archive members) have no stored bytes:
+importing them again retries them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import argparse
 from jobs.import_corpus import ImportOptions, import_options, run_import
 from jobs.settings import Settings
 from jobs.sources import QueuedVersions
+from pipeline.documents.convert import routable
 from sql.store import authority as store
 from sql.store import runs
 from sql.write import ingest as ingest_sql
@@ -35,11 +38,13 @@ def retry(settings: Settings, stage: str | None, version_id: str | None) -> tupl
     with store.connect(dsn, autocommit=True) as conn:
         store.migrate(conn)
         work = runs.failed_work(conn, stage, version_id)
-        if not work:
-            return 0, "nothing to retry: no failed or dead-lettered work matches"
+        rerouted = ingest_sql.reroute_parked(conn, routable(settings.ocr_workers > 0), version_id) \
+            if stage in (None, "convert") else []
+        if not work and not rerouted:
+            return 0, "nothing to retry: no failed or dead-lettered work, and no parked version with a route now"
         document = sorted({v for v, s, _ in work if s in WORK_STAGES})
         facts = sorted({v for v, s, _ in work if s in FACT_STAGES})
-        reopened = ingest_sql.reopen_versions(conn, document, stage)
+        reopened = ingest_sql.reopen_versions(conn, document, stage) + rerouted
         runs.reopen_fact_stages(conn, facts, [stage] if stage else list(FACT_STAGES))
     report = run_import(options(settings, tuple(reopened)), settings)
     with store.connect(dsn) as conn:

@@ -95,6 +95,7 @@ class RunReport:
     claim_vectors_computed: int = 0
     vectors_cached: int = 0
     vectors_reused: int = 0
+    ocr_pages: int = 0   # pages that went through the recogniser
     stage_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     wall_seconds: float = 0.0
     pipeline_seconds: float = 0.0   # from the first source item to the last report row
@@ -121,6 +122,7 @@ class RunReport:
         self.claim_vectors_computed += row["claim_vectors_computed"]
         self.vectors_cached += row["vectors_cached"]
         self.vectors_reused += row["vectors_reused"]
+        self.ocr_pages += row["ocr_pages"]
         for stage in records.STAGES:
             self.stage_seconds[stage] += row[f"s_{stage}"] or 0.0
 
@@ -142,7 +144,8 @@ class RunReport:
                 "vectors_computed": self.chunk_vectors_computed + self.claim_vectors_computed,
                 "chunk_vectors_computed": self.chunk_vectors_computed,
                 "claim_vectors_computed": self.claim_vectors_computed,
-                "vectors_cached": self.vectors_cached, "vectors_reused": self.vectors_reused}
+                "vectors_cached": self.vectors_cached, "vectors_reused": self.vectors_reused,
+                "ocr_pages": self.ocr_pages}
 
     def as_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "status": self.status, "counts": self.counts,
@@ -174,6 +177,7 @@ class RunReport:
             f"  vectors          {c['vectors_computed']} computed ({c['chunk_vectors_computed']} chunks, "
             f"{c['claim_vectors_computed']} claims), {c['vectors_reused']} reused from earlier versions, "
             f"{c['vectors_cached']} taken from a text already encoded in this run",
+            f"  OCR              {c['ocr_pages']} pages in {self.stage_seconds.get('ocr', 0.0):.2f} busy s",
             "  busy seconds per stage (summed over workers):",
             "    " + "  ".join(f"{s} {self.stage_seconds.get(s, 0.0):.2f}" for s in records.STAGES),
         ]

@@ -63,6 +63,18 @@ SETTINGS: tuple[Setting, ...] = (
             "Largest expanded/compressed ratio of one archive member (zip bombs)."),
     Setting("CORPUSMEM_ARCHIVE_MAX_MEMBERS", "archive_max_members", "100000",
             "Most members read from one archive."),
+    Setting("CORPUSMEM_OCR_WORKERS", "ocr_workers", "1",
+            "OCR actors (RapidOCR's models, shipped in its wheel, loaded once per actor) for images and "
+            "PDF pages without a text layer. 0 turns OCR off: images are parked `no_route`, and a PDF is "
+            "converted from the text layer it has."),
+    Setting("CORPUSMEM_OCR_BATCH", "ocr_batch", "4",
+            "Documents per call of an OCR actor."),
+    Setting("CORPUSMEM_OCR_MAX_PIXELS", "ocr_max_pixels", str(40_000_000),
+            "Most pixels of one image page; a larger one fails as an `image bomb` before it is decoded. A "
+            "PDF page is rendered smaller to fit."),
+    Setting("CORPUSMEM_OCR_MIN_PDF_PAGE_CHARS", "ocr_min_pdf_page_chars", "20",
+            "A PDF page whose text layer has fewer non-space characters is OCR'd (the other pages keep "
+            "their text layer)."),
     Setting("CORPUSMEM_EXTRACTOR", "extractor", "rules",
             "Claim extractor: `rules` (deterministic, CPU), `vllm` (GPU actors), `openai` (an "
             "OpenAI-compatible endpoint)."),
@@ -135,6 +147,10 @@ class Settings(BaseModel):
     archive_max_bytes: int = Field(gt=0, description="CORPUSMEM_ARCHIVE_MAX_BYTES")
     archive_max_ratio: float = Field(gt=1, description="CORPUSMEM_ARCHIVE_MAX_RATIO")
     archive_max_members: int = Field(gt=0, description="CORPUSMEM_ARCHIVE_MAX_MEMBERS")
+    ocr_workers: int = Field(ge=0, le=256, description="CORPUSMEM_OCR_WORKERS")
+    ocr_batch: int = Field(ge=1, le=1024, description="CORPUSMEM_OCR_BATCH")
+    ocr_max_pixels: int = Field(ge=10_000, description="CORPUSMEM_OCR_MAX_PIXELS")
+    ocr_min_pdf_page_chars: int = Field(ge=0, description="CORPUSMEM_OCR_MIN_PDF_PAGE_CHARS")
     extractor: str = Field(pattern="^(rules|vllm|openai)$", description="CORPUSMEM_EXTRACTOR")
     llm_model: str | None = Field(default=None, description="CORPUSMEM_LLM_MODEL")
     llm_base_url: str | None = Field(default=None, description="CORPUSMEM_LLM_BASE_URL")

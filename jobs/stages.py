@@ -2,29 +2,33 @@
 `ray.data.llm`'s processors: a processor is a list of stages, each stage its UDF and the arguments
 Ray runs it with).
 
-    [ingest] ─► convert ─► structure ─► chunk ─► [extract] ─► embed ─► write
+    [ingest] ─► convert ─► [ocr] ─► structure ─► chunk ─► [extract] ─► embed ─► write
 
 `ingest` is left out for a source whose rows are versions already in the authority (queued
-versions); `extract` when the claims come from the LLM pass (`jobs/extract_llm.py`), which reads
-what `write` landed, through its own stages (`load_contexts`, the Selection and Claimify
-processors, `land_claims`). Ray names each stage after its UDF (`MapBatches(Ingest)`, ...), which is
-what the dashboard shows.
+versions); `ocr` when OCR is off (CORPUSMEM_OCR_WORKERS=0); `extract` when the claims come from
+the LLM pass (`jobs/extract_llm.py`), which reads what `write` landed, through its own stages
+(`load_contexts`, the Selection and Claimify processors, `land_claims`). Ray names each stage after
+its UDF (`MapBatches(Ingest)`, ...), which is what the dashboard shows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from actors.db_writer import Ingest, Write
 from actors.embedder import Embed, ModelRef
 from actors.extractor import Extract, ExtractorConfig, build_extractor
 from actors import resident
 from actors.llm_stage import LandClaims, LoadContexts
+from actors.ocr import Ocr
 from actors.retries import RetryPolicy
 from pipeline.documents import stages as documents
-from pipeline.documents.convert import ROUTES
+from pipeline.documents.convert import OcrOptions, routable
+
+if TYPE_CHECKING:
+    from jobs.settings import Settings
 
 # Fractions of a CPU for the stages that mostly wait on PostgreSQL, so that on a small machine
 # they leave the cores to the embedder and the conversion tasks.
@@ -118,9 +122,41 @@ class Embedding:
                    max(1, int(resources.get("CPU", 1)) // max(workers, 1)))
 
 
-def ingest(run: Run) -> Stage:
+@dataclass(frozen=True)
+class OcrPool:
+    """The OCR stage of a run (CORPUSMEM_OCR_*)."""
+
+    workers: int
+    batch_size: int
+    max_pixels: int
+    min_pdf_page_chars: int
+    gpu: bool   # the actors share a GPU that no embedder holds, through ONNX Runtime's CUDA provider
+
+    @classmethod
+    def of(cls, settings: Settings, resources: dict[str, float], embedder_gpus: int) -> OcrPool | None:
+        """None when OCR is off."""
+        if settings.ocr_workers == 0:
+            return None
+        import onnxruntime
+
+        gpu = (resources.get("GPU", 0) >= embedder_gpus + 1
+               and "CUDAExecutionProvider" in onnxruntime.get_available_providers())
+        return cls(settings.ocr_workers, settings.ocr_batch, settings.ocr_max_pixels,
+                   settings.ocr_min_pdf_page_chars, gpu)
+
+    def stage(self) -> Stage:
+        # ONNX Runtime computes on every core of the node; the logical CPU only places the task,
+        # and a small one leaves room beside the embedder on a laptop. On CPUs the models stay
+        # loaded in the worker for the next run (resident); on a GPU an actor holds its share.
+        return Stage(Ocr, self.batch_size, fn_constructor_kwargs={"max_pixels": self.max_pixels, "gpu": self.gpu},
+                     **({"actors": self.workers, "num_gpus": 1 / self.workers} if self.gpu
+                        else {"resident": self.workers, "num_cpus": TASK_CPUS}))
+
+
+def ingest(run: Run, ocr: bool) -> Stage:
+    """`ocr`: the run has an OCR stage, so images are routable."""
     return Stage(Ingest, run.batch_size, fn_constructor_kwargs={
-        "dsn": run.dsn, "object_store": run.object_store, "run_id": run.run_id, "routable": tuple(ROUTES),
+        "dsn": run.dsn, "object_store": run.object_store, "run_id": run.run_id, "routable": routable(ocr),
         "retry": run.retry}, resident=1, num_cpus=DB_STAGE_CPUS)
 
 
@@ -133,13 +169,14 @@ class DocumentStages:
     extractor_version: str | None        # what `write` records on the claims (None with the LLM pass)
     embedding: Embedding
     workers: int                         # embedder actors
+    ocr: OcrPool | None = None           # None: OCR is off
 
     @classmethod
     def of(cls, extractor: ExtractorConfig | None, embedding: Embedding, *, workers: int,
-           target_chars: int) -> DocumentStages:
+           target_chars: int, ocr: OcrPool | None = None) -> DocumentStages:
         """Builds the extractor once, so that one that cannot run refuses before anything is written."""
         version = build_extractor(extractor).version if extractor is not None else None
-        return cls(target_chars, extractor, version, embedding, workers)
+        return cls(target_chars, extractor, version, embedding, workers, ocr)
 
     def __call__(self, run: Run, documents, *, ingested: bool):
         """A source's `documents` through the stages (lazily: nothing runs until they are read)."""
@@ -147,10 +184,12 @@ class DocumentStages:
 
     def stages(self, run: Run, *, ingested: bool) -> list[Stage]:
         """`ingested`: the rows are versions already in the authority."""
-        b, embedding = run.batch_size, self.embedding
+        b, embedding, ocr = run.batch_size, self.embedding, self.ocr
         return [
-            *([] if ingested else [ingest(run)]),
-            Stage(documents.convert, b, num_cpus=TASK_CPUS),
+            *([] if ingested else [ingest(run, ocr is not None)]),
+            Stage(documents.convert, b, num_cpus=TASK_CPUS,
+                  fn_kwargs={"ocr": OcrOptions(ocr.min_pdf_page_chars)} if ocr is not None else {}),
+            *([ocr.stage()] if ocr is not None else []),
             Stage(documents.structure, b, fn_kwargs={"target_chars": self.target_chars}, num_cpus=TASK_CPUS),
             Stage(documents.chunk, b, fn_kwargs={"target_chars": self.target_chars}, num_cpus=TASK_CPUS),
             *([Stage(Extract, b, fn_constructor_kwargs={"config": self.extractor, "retry": run.retry}, resident=1,

@@ -92,6 +92,34 @@ COST = pa.struct([
     ("device_seconds", pa.float64()),
 ])
 
+# One recognised line of an OCR'd page: where it is in `document.md` and on the page (box corners
+# as fractions of the page's width and height).
+OCR_LINE = pa.struct([
+    ("page", pa.int32()),
+    ("block", pa.int32()),
+    ("line", pa.int32()),               # 1-based, down the page in reading order
+    ("char_start", pa.int32()),
+    ("char_end", pa.int32()),
+    ("x0", pa.float32()),
+    ("y0", pa.float32()),
+    ("x1", pa.float32()),
+    ("y1", pa.float32()),
+    ("confidence", pa.float32()),
+    ("low_confidence", pa.bool_()),
+])
+
+# One page of an OCR'd document: recognised or kept from the text layer, and its section's span.
+OCR_PAGE = pa.struct([
+    ("page", pa.int32()),
+    ("source", pa.string()),            # ocr | text_layer
+    ("width", pa.int32()),              # pixels the page was read at (0 for a text layer)
+    ("height", pa.int32()),
+    ("char_start", pa.int32()),
+    ("char_end", pa.int32()),
+    ("lines", pa.int32()),
+    ("reason", pa.string()),            # no_text_recognised, or null
+])
+
 # Outcomes a row can have after `ingest`.
 PROCESS = "process"        # a new version: run every stage
 RESUME = "resume"          # the latest version, but an earlier run did not finish it
@@ -99,7 +127,7 @@ UNCHANGED = "unchanged"    # the latest version, finished: nothing to do
 PARKED = "parked"          # stored, but no converter route for its type
 FAILED = "failed"          # refused or failed; `error_stage` and `error` say where and why
 
-STAGES = ("read", "ingest", "convert", "structure", "chunk", "extract", "embed", "write")
+STAGES = ("read", "ingest", "convert", "ocr", "structure", "chunk", "extract", "embed", "write")
 
 DOC_SCHEMA = pa.schema([
     ("item", pa.string()),                 # what the user pointed at: path, or archive!member
@@ -125,6 +153,11 @@ DOC_SCHEMA = pa.schema([
     ("converter", pa.string()),
     ("converter_version", pa.string()),
     ("derivation", pa.string()),
+    # set by convert for a document the OCR stage converts (converter "ocr", no markdown yet): the
+    # 0-based PDF pages to recognise, null for an image (every frame); then by the OCR stage
+    ("ocr_pdf_pages", pa.list_(pa.int32())),
+    ("ocr_lines", pa.list_(OCR_LINE)),
+    ("ocr_pages", pa.list_(OCR_PAGE)),
     ("sections", pa.list_(SECTION)),
     ("chunks", pa.list_(CHUNK)),
     # set by ingest (prior claims) and extract

@@ -67,7 +67,8 @@ def document_router(pools: Pools, deployment: DeploymentInfo) -> APIRouter:
 
     @router.get("/documents", response_model=m.DocumentPage)
     async def list_documents(limit: Annotated[int, Query(ge=1, le=200)] = 50, cursor: UUID | None = None,
-                             status: Literal["ingesting", "converting", "structuring", "ready", "failed"] | None = None
+                             status: Literal["ingesting", "converting", "structuring", "ready", "failed",
+                                             "parked"] | None = None
                              ) -> m.DocumentPage:
         async with pools.snapshot() as c:
             return await reads.list_documents(c, limit, str(cursor) if cursor else None, status)
@@ -83,7 +84,8 @@ def document_router(pools: Pools, deployment: DeploymentInfo) -> APIRouter:
             doc_id=doc[0], title=doc[1], source_kind=doc[2], source_uri=doc[3], versions=tuple(
                 m.DocumentVersion(version_id=r[0], version_no=r[1], status=r[2], ingested_at=r[3], content_hash=r[4],
                                   mime=r[5], source_modified_at=r[6], source_version_ref=r[7], error=r[8],
-                                  ingested_by=m.IngestPrincipal(kind=r[9], ref=r[10]) if r[9] else None)
+                                  ingested_by=m.IngestPrincipal(kind=r[9], ref=r[10]) if r[9] else None,
+                                  parked_reason=r[11])
                 for r in rows))
 
     @router.delete("/documents/{doc_id}", response_model=m.DocumentDeletion)

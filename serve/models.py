@@ -325,11 +325,33 @@ class DeploymentBuildInfo(_Model):
 
 
 class DocumentVersionSummary(_Model):
+    """`GET /documents`' latest version, in the seed's shape: the remember client accepts only these
+    six statuses and no other field, so a parked version is `failed` here, its reason the error."""
     version_id: UUID
     version_no: int
     status: Literal["ingesting", "converting", "structuring", "ready", "failed", "deleted"]
     ingested_at: UTC
     error: str | None = None
+
+    @classmethod
+    def listed(cls, *, status: str, error: str | None, parked_reason: str | None, mime: str,
+               **fields: Any) -> DocumentVersionSummary:
+        """A version as listed: never `converting` when nothing will convert it."""
+        if status == "parked":
+            return cls(status="failed", error=parked_error(parked_reason, mime), **fields)
+        return cls(status=status, error=error, **fields)
+
+
+def parked_error(reason: str | None, mime: str) -> str:
+    return (f"parked: {reason}: no converter route for {mime}; `corpusmem retry` converts it once "
+            "this install has one")
+
+
+# What `GET /documents?status=` selects, by the status each version is listed with: `failed`
+# lists parked versions too (the seed's summary shows them as failed); `parked` only those.
+DOCUMENT_STATUS_FILTER: dict[str, tuple[str, ...]] = {
+    "ingesting": ("ingesting",), "converting": ("converting",), "structuring": ("structuring",),
+    "ready": ("ready",), "failed": ("failed", "parked"), "parked": ("parked",)}
 
 
 class DocumentSummary(_Model):
@@ -431,9 +453,12 @@ class IngestPrincipal(_Model):
 
 
 class DocumentVersion(_Model):
+    """A version in corpusmem's own `GET /documents/{doc_id}/versions` (no client of the seed reads
+    it): a version waiting for a converter route is `parked`, with `parked_reason`."""
     version_id: UUID
     version_no: int
-    status: Literal["ingesting", "converting", "structuring", "ready", "failed", "deleted"]
+    status: Literal["ingesting", "converting", "structuring", "ready", "failed", "deleted", "parked"]
+    parked_reason: Literal["no_route"] | None = None
     ingested_at: UTC
     content_hash: str
     mime: str

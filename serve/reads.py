@@ -298,11 +298,13 @@ def _group_claims(claims: list[dict[str, Any]]) -> list[m.EvidenceResult]:
 
 
 async def list_documents(conn: Conn, limit: int, cursor: str | None, status: str | None) -> m.DocumentPage:
-    rows = await read_queries.documents_page(conn, limit, cursor, status)
+    statuses = list(m.DOCUMENT_STATUS_FILTER[status]) if status else None
+    rows = await read_queries.documents_page(conn, limit, cursor, statuses)
     page = rows[:limit]
     docs = tuple(m.DocumentSummary(
         doc_id=r[0], title=r[1], source_kind=r[2], source_uri=r[3], first_seen_at=r[4], serving=r[7] == "ready",
-        latest=m.DocumentVersionSummary(version_id=r[5], version_no=r[6], status=r[7], ingested_at=r[8], error=r[9]))
+        latest=m.DocumentVersionSummary.listed(version_id=r[5], version_no=r[6], status=r[7], ingested_at=r[8],
+                                               error=r[9], parked_reason=r[10], mime=r[11]))
         for r in page)
     return m.DocumentPage(documents=docs, cursor=str(page[-1][0]) if len(rows) > limit else None)
 

@@ -60,6 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from jobs.bench import import_vectors as bench_vectors   # it uses `run_child` from here
 
     bench_vectors.add_arguments(parser)
+    from jobs.bench import ocr as bench_ocr
+
+    bench_ocr.add_arguments(parser)
 
 
 def write_corpus(root: Path, count: int, generator=synthetic.generate) -> None:
@@ -321,6 +324,11 @@ def main(args: argparse.Namespace) -> int:
     elif args.what == "facts":
         results = bench_facts(args)
         print(render_facts(results))
+    elif args.ocr_pages:
+        from jobs.bench import ocr as bench_ocr
+
+        results = bench_ocr.bench(args)
+        print(bench_ocr.render(results))
     else:
         results = bench_import(args)
         print(render(results))

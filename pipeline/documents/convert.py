@@ -4,7 +4,9 @@ The route is chosen from the declared MIME type alone, never sniffed from the by
 says it is a PDF is read as a PDF or fails as one. Markdown and plain text pass through (strict
 UTF-8); HTML and the Office/PDF formats go through markitdown's converter for that format. A type
 without a route raises `NoRoute` (the version is stored and parked); bad input raises
-`ConversionError` with a reason a user can act on.
+`ConversionError` with a reason a user can act on. Images, and PDFs with pages whose text layer
+is empty or nearly so, are left to the OCR stage (`NeedsOcr`) when the run has one; without it an
+image has no route and such a PDF is converted from what text it has.
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ PASSTHROUGH = "passthrough"
 MARKITDOWN = "markitdown"
 CONVERTED = "converted"
 PASSTHROUGH_VERSION = "1"
+OCR = "ocr"
 
 _OOXML = "application/vnd.openxmlformats-officedocument."
 
 
 @dataclass(frozen=True)
 class Route:
-    converter: str          # PASSTHROUGH or MARKITDOWN
+    converter: str          # PASSTHROUGH, MARKITDOWN or OCR
     markitdown_class: str   # name in `markitdown.converters`; "" for passthrough
     extension: str          # what markitdown is told the file's extension is
 
@@ -43,7 +46,24 @@ ROUTES: dict[str, Route] = {
     _OOXML + "presentationml.presentation": Route(MARKITDOWN, "PptxConverter", ".pptx"),
     _OOXML + "spreadsheetml.sheet": Route(MARKITDOWN, "XlsxConverter", ".xlsx"),
     "application/pdf": Route(MARKITDOWN, "PdfConverter", ".pdf"),
+    "image/png": Route(OCR, "", ".png"),
+    "image/jpeg": Route(OCR, "", ".jpg"),
+    "image/tiff": Route(OCR, "", ".tif"),
+    "image/webp": Route(OCR, "", ".webp"),
+    "image/bmp": Route(OCR, "", ".bmp"),
 }
+
+
+def routable(ocr: bool) -> tuple[str, ...]:
+    """The MIME types a run converts: every route, or without OCR all but the images."""
+    return tuple(m for m, r in ROUTES.items() if ocr or r.converter != OCR)
+
+
+@dataclass(frozen=True)
+class OcrOptions:
+    """What a run with an OCR stage asks of `convert`."""
+
+    min_pdf_page_chars: int   # a PDF page whose text layer has fewer non-space chars is OCR'd
 
 # Long library messages (pdfminer, zipfile) are cut so that the import report stays readable.
 _CAUSE_MAX_CHARS = 200
@@ -60,6 +80,14 @@ class Converted:
     derivation: str
 
 
+@dataclass(frozen=True)
+class NeedsOcr:
+    """The OCR stage converts this document: `pdf_pages`, the 0-based PDF pages to recognise (the
+    others keep their text layer); None for an image, every frame of which is recognised."""
+
+    pdf_pages: tuple[int, ...] | None
+
+
 class ConversionError(Exception):
     """The document has a route but cannot be turned into text; the message says why."""
 
@@ -72,8 +100,9 @@ class NoRoute(Exception):
         super().__init__(f"no converter route for MIME type {mime!r}")
 
 
-def convert(content: bytes, mime: str, filename: str) -> Converted:
-    """Convert `content`, declared as `mime`, into normalised Markdown.
+def convert(content: bytes, mime: str, filename: str, ocr: OcrOptions | None = None) -> Converted | NeedsOcr:
+    """Convert `content`, declared as `mime`, into normalised Markdown, or say that the OCR stage
+    must (only when `ocr` is given: a run without OCR has no route for images).
 
     The MIME type is matched on its essence (parameters such as `; charset=...` dropped, case
     folded, as RFC 2045 compares types); nothing is guessed from `content` or `filename`.
@@ -83,15 +112,33 @@ def convert(content: bytes, mime: str, filename: str) -> Converted:
     """
     essence = mime.split(";", 1)[0].strip().lower()
     route = ROUTES.get(essence)
-    if route is None:
+    if route is None or (route.converter == OCR and ocr is None):
         raise NoRoute(mime)
     if not content:
         raise ConversionError("document is empty (0 bytes)")
+    if route.converter == OCR:
+        return NeedsOcr(None)
+    if essence == "application/pdf" and ocr is not None:
+        scanned = _scanned_pages(content, ocr.min_pdf_page_chars)
+        if scanned:
+            return NeedsOcr(scanned)
     if route.converter == PASSTHROUGH:
         text = _decode_text(content)
         return Converted(_normalise(text), PASSTHROUGH, PASSTHROUGH_VERSION, PASSTHROUGH)
     text = _markitdown(content, essence, route, filename)
     return Converted(_normalise(text), MARKITDOWN, _markitdown_version(), CONVERTED)
+
+
+def _scanned_pages(content: bytes, min_chars: int) -> tuple[int, ...]:
+    """PDF pages whose text layer is too thin; none when pdfium cannot open the file, so that
+    markitdown's reading of it (and its error) stands. An encrypted PDF is refused here."""
+    from pipeline.documents.ocr_pages import UnreadablePdf, text_layer_chars
+    from pipeline.documents.ocr_text import pages_needing_ocr
+
+    try:
+        return tuple(pages_needing_ocr(text_layer_chars(content), min_chars))
+    except UnreadablePdf:
+        return ()
 
 
 def _decode_text(content: bytes) -> str:

@@ -3,7 +3,8 @@
 Each takes a pyarrow batch and returns one, row for row (except `read`, which expands an
 archive into its members), runs only on rows that still have work, and turns an exception into
 a failed row rather than a failed batch. Ray Data names its operators after these functions,
-so the dashboard shows `read`, `convert`, `structure`, `chunk`.
+so the dashboard shows `read`, `convert`, `structure`, `chunk` (OCR, which owns a model, is an
+actor class: `actors/ocr.py`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pyarrow as pa
 from pipeline import records
 from pipeline.documents import blocks as blocks_mod
 from pipeline.documents.chunk import build_chunks
-from pipeline.documents.convert import ConversionError, NoRoute
+from pipeline.documents.convert import OCR, ConversionError, NeedsOcr, NoRoute, OcrOptions
 from pipeline.documents.convert import convert as convert_bytes
 from pipeline.documents.walk import SourceOptions, read_item
 from pipeline.documents.structure import build_sections
@@ -53,22 +54,26 @@ def read(batch: pa.Table, options: SourceOptions) -> pa.Table:
     return records.to_table(rows)
 
 
-def _convert(row: Row) -> None:
+def _convert(row: Row, ocr: OcrOptions | None) -> None:
     try:
-        done = convert_bytes(row["content"], row["mime"], row["filename"])
+        done = convert_bytes(row["content"], row["mime"], row["filename"], ocr)
     except NoRoute:
         row.update(outcome=records.PARKED, content=None, prior_vectors=None)
         return
     except ConversionError as err:
         records.fail(row, "convert", str(err))
         return
+    if isinstance(done, NeedsOcr):   # the bytes stay on the row for the OCR stage
+        row.update(converter=OCR, ocr_pdf_pages=None if done.pdf_pages is None else list(done.pdf_pages))
+        return
     row.update(markdown=done.markdown, converter=done.converter,
                converter_version=done.converter_version, derivation=done.derivation, content=None)
 
 
-def convert(batch: pa.Table) -> pa.Table:
-    """Bytes → `document.md` text (markitdown, or passthrough for Markdown and plain text)."""
-    return _each_active(batch, "convert", _convert)
+def convert(batch: pa.Table, ocr: OcrOptions | None = None) -> pa.Table:
+    """Bytes → `document.md` text (markitdown, or passthrough for Markdown and plain text); with
+    `ocr` (the run has an OCR stage), images and scanned PDFs are marked for it."""
+    return _each_active(batch, "convert", lambda row: _convert(row, ocr))
 
 
 def structure(batch: pa.Table, target_chars: int) -> pa.Table:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sql.read.read_queries import Conn, fetch, fetch_one, servable
+from sql.read.read_queries import Conn, fetch, fetch_one, servable, version_status
 
 
 async def document(conn: Conn, doc_id: str) -> tuple | None:
@@ -14,8 +14,8 @@ async def document(conn: Conn, doc_id: str) -> tuple | None:
 
 async def versions(conn: Conn, doc_id: str) -> list[tuple]:
     """Its versions, newest first: (version_id, seq, status, ingested_at, content_hash, mime,
-    source_modified_at, source_version_ref, error, ingested_by_kind, ingested_by_ref)."""
+    source_modified_at, source_version_ref, error, ingested_by_kind, ingested_by_ref, parked_reason)."""
     return await fetch(
-        conn, "SELECT version_id, seq, status, ingested_at, content_hash, mime, source_modified_at,"
-        " source_version_ref, error, ingested_by_kind, ingested_by_ref FROM versions WHERE doc_id = %s"
-        " ORDER BY seq DESC", (doc_id,))
+        conn, f"SELECT v.version_id, v.seq, {version_status('v')}, v.ingested_at, v.content_hash, v.mime,"
+        " v.source_modified_at, v.source_version_ref, v.error, v.ingested_by_kind, v.ingested_by_ref, v.parked_reason"
+        " FROM versions v WHERE v.doc_id = %s ORDER BY v.seq DESC", (doc_id,))

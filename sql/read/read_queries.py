@@ -231,13 +231,25 @@ async def adjacent_chunks(conn: Conn, chunk_id: str, window: int) -> list[dict[s
                          " ORDER BY ch.ord", {"v": row[0], "lo": row[1] - window, "hi": row[1] + window})
 
 
-async def documents_page(conn: Conn, limit: int, after: str | None, status: str | None) -> list[tuple]:
+def version_status(alias: str) -> str:
+    """A version's status as the read surfaces list it: one parked for want of a converter route is
+    `parked` (the authority keeps it `converting` with its `parked_reason`, which the queue reads)."""
+    return (f"CASE WHEN {alias}.parked_reason IS NOT NULL AND {alias}.status = 'converting' THEN 'parked'"
+            f" ELSE {alias}.status END")
+
+
+async def documents_page(conn: Conn, limit: int, after: str | None, statuses: list[str] | None) -> list[tuple]:
+    """(doc_id, title, source_kind, source_ref, created_at, version_id, seq, status, ingested_at,
+    error, parked_reason, mime) of live documents and their latest version, whose status is one of
+    `statuses` when given."""
     return await fetch(
-        conn, "SELECT d.doc_id, d.title, d.source_kind, d.source_ref, d.created_at, v.version_id, v.seq, v.status,"
-        " v.ingested_at, v.error FROM documents d JOIN LATERAL (SELECT * FROM versions w WHERE w.doc_id = d.doc_id"
+        conn, f"SELECT d.doc_id, d.title, d.source_kind, d.source_ref, d.created_at, v.version_id, v.seq, v.shown,"
+        " v.ingested_at, v.error, v.parked_reason, v.mime FROM documents d JOIN LATERAL"
+        f" (SELECT w.*, {version_status('w')} AS shown FROM versions w WHERE w.doc_id = d.doc_id"
         f" ORDER BY w.seq DESC LIMIT 1) v ON true WHERE {servable('document', 'd')}"
-        " AND (%(after)s::uuid IS NULL OR d.doc_id > %(after)s::uuid) AND (%(st)s::text IS NULL OR v.status = %(st)s)"
-        " ORDER BY d.doc_id LIMIT %(n)s", {"after": after, "st": status, "n": limit + 1})
+        " AND (%(after)s::uuid IS NULL OR d.doc_id > %(after)s::uuid)"
+        " AND (%(st)s::text[] IS NULL OR v.shown = ANY(%(st)s))"
+        " ORDER BY d.doc_id LIMIT %(n)s", {"after": after, "st": statuses, "n": limit + 1})
 
 
 # The seed's stage order for readiness.

@@ -240,6 +240,21 @@ def reopen_versions(conn: psycopg.Connection, version_ids: list[str], stage: str
     return reopened
 
 
+def reroute_parked(conn: psycopg.Connection, routable: Collection[str], version_id: str | None = None) -> list[str]:
+    """Versions parked `no_route` whose type now has a route (`version_id`: only that one), back
+    to the queue: no parked reason, `convert` pending with no owner. Returns them."""
+    with conn.transaction():
+        rerouted = [str(r[0]) for r in conn.execute(
+            "UPDATE versions v SET parked_reason = NULL FROM documents d WHERE d.doc_id = v.doc_id"
+            " AND d.deleted_at IS NULL AND v.parked_reason = 'no_route' AND v.status = 'converting'"
+            " AND v.mime = ANY(%(r)s) AND (%(v)s::uuid IS NULL OR v.version_id = %(v)s::uuid)"
+            " RETURNING v.version_id", {"r": list(routable), "v": version_id}).fetchall()]
+        conn.execute(
+            "UPDATE stage_work SET status = 'pending', defer_reason = NULL, owner_run = NULL, finished_at = NULL,"
+            " updated_at = now() WHERE version_id = ANY(%s::uuid[]) AND stage = 'convert'", (rerouted,))
+    return rerouted
+
+
 def queued_row(conn: psycopg.Connection, version_id: str) -> dict | None:
     """What the pipeline needs to process a queued version: its document, bytes' key, and the
     previous version's vectors and claims to reuse."""

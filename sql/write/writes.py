@@ -25,7 +25,7 @@ from sql.write import reconcile
 
 # Pipeline stage → the per-version work stage whose status records it.
 WORK_STAGE = {
-    "read": "ingest", "ingest": "ingest", "convert": "convert", "structure": "structure",
+    "read": "ingest", "ingest": "ingest", "convert": "convert", "ocr": "convert", "structure": "structure",
     "chunk": "chunk", "extract": "extract_claims", "embed": "embed_chunk", "write": "embed_claim",
 }
 # In pipeline order: a failure at one stage means every stage before it succeeded.
@@ -52,6 +52,12 @@ _OCCURRENCE_COLUMNS = ("claim_id", "version_id", "chunk_id", "char_start", "char
 _OCCURRENCE_TYPES = ("uuid", "uuid", "uuid", "int4", "int4", "jsonb")
 _LEDGER_COLUMNS = ("version_id", "chunk_id", "decision", "reason", "detail", "char_start", "char_end", "extractor")
 _LEDGER_TYPES = ("uuid", "uuid", "text", "text", "text", "int4", "int4", "text")
+_OCR_PAGE_COLUMNS = ("version_id", "page", "source", "width", "height", "char_start", "char_end", "lines", "reason")
+_OCR_PAGE_TYPES = ("uuid", "int4", "text", "int4", "int4", "int4", "int4", "int4", "text")
+_OCR_LINE_COLUMNS = ("version_id", "page", "line", "block", "char_start", "char_end", "x0", "y0", "x1", "y1",
+                     "confidence", "low_confidence")
+_OCR_LINE_TYPES = ("uuid", "int4", "int4", "int4", "int4", "int4", "float4", "float4", "float4", "float4", "float4",
+                   "bool")
 
 
 def as_uuid(value: str) -> uuid.UUID:
@@ -179,6 +185,18 @@ def write_claims(cur: psycopg.Cursor, rows: list[dict[str, Any]], extractor: str
         " WHERE a.claim_id = back.claim_id", (versions,))
 
 
+def write_ocr(cur: psycopg.Cursor, rows: list[dict[str, Any]]) -> None:
+    """The pages and recognised lines of the OCR'd versions among `rows` (offsets and boxes, no text)."""
+    copy_rows(cur, "ocr_pages", _OCR_PAGE_COLUMNS, _OCR_PAGE_TYPES, (
+        (as_uuid(r["version_id"]), p["page"], p["source"], p["width"], p["height"], p["char_start"], p["char_end"],
+         p["lines"], p["reason"])
+        for r in rows for p in r["ocr_pages"] or []))
+    copy_rows(cur, "ocr_lines", _OCR_LINE_COLUMNS, _OCR_LINE_TYPES, (
+        (as_uuid(r["version_id"]), ln["page"], ln["line"], ln["block"], ln["char_start"], ln["char_end"], ln["x0"],
+         ln["y0"], ln["x1"], ln["y1"], ln["confidence"], ln["low_confidence"])
+        for r in rows for ln in r["ocr_lines"] or []))
+
+
 def write_finished(conn: psycopg.Connection, rows: list[dict[str, Any]], md_keys: dict[str, str],
                    extractor: str | None) -> None:
     """Write versions that went through every stage (outcome process/resume, no error).
@@ -203,6 +221,7 @@ def write_finished(conn: psycopg.Connection, rows: list[dict[str, Any]], md_keys
              c["char_end"], c["text"], c["text_hash"],
              _vector(c["embedding"]), bool(c["reused"]), extractor)
             for r in rows for c in r["chunks"]))
+        write_ocr(cur, rows)
         if extractor is not None:
             write_claims(cur, rows, extractor)
         else:   # no claims yet, but the chunks' vectors were paid for

@@ -216,7 +216,7 @@ def test_naive_sidecar_timestamp_is_a_clear_error(memory, ray_local, tmp_path):
 def test_a_type_without_route_is_stored_and_parked_not_failed(memory, ray_local, tmp_path):
     corpus = tmp_path / "parked"
     corpus.mkdir()
-    (corpus / "diagram.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64)
+    (corpus / "diagram.dwg").write_bytes(b"AC1032" + b"\x00" * 64)   # a CAD drawing: no converter reads it
 
     report = do_import(memory, corpus)
     assert report.counts["parked"] == 1 and report.counts["failed"] == 0

@@ -1,0 +1,43 @@
+"""The OCR stage as a run declares it: after `convert`, an actor pool sized by CORPUSMEM_OCR_*, and
+images routable only when it is there. Unit tests: no Ray started, no database."""
+
+from __future__ import annotations
+
+from actors.embedder import ModelRef
+from actors.retries import RetryPolicy
+from jobs.settings import load_settings
+from jobs.stages import TASK_CPUS, DocumentStages, Embedding, OcrPool, Run
+from pipeline.documents.convert import OcrOptions
+
+_RUN = Run("run-1", "postgresql:///memory", "/objects", 16, RetryPolicy(attempts=3))
+# a GPU embedder: its resources are not read from a running cluster
+_EMBEDDING = Embedding(ModelRef("m", "/models/m"), gpu=True, device="cuda", batch_size=256, threads=2)
+
+
+def test_the_ocr_pool_follows_its_settings_and_is_absent_when_off():
+    settings = load_settings({"CORPUSMEM_OCR_WORKERS": "2", "CORPUSMEM_OCR_BATCH": "3",
+                              "CORPUSMEM_OCR_MAX_PIXELS": "1000000", "CORPUSMEM_OCR_MIN_PDF_PAGE_CHARS": "5"})
+    assert OcrPool.of(settings, {"CPU": 2.0}, embedder_gpus=0) == OcrPool(2, 3, 1_000_000, 5, gpu=False)
+    assert OcrPool.of(load_settings({"CORPUSMEM_OCR_WORKERS": "0"}), {"CPU": 2.0}, embedder_gpus=0) is None
+
+
+def test_ocr_runs_after_convert_resident_on_cpus_and_as_actors_on_a_gpu():
+    ocr = OcrPool(2, 3, 1_000_000, 5, gpu=False)
+    stages = DocumentStages.of(None, _EMBEDDING, workers=1, target_chars=800, ocr=ocr).stages(_RUN, ingested=False)
+    assert [s.fn.__name__ for s in stages] == ["Ingest", "convert", "Ocr", "structure", "chunk", "Embed", "Write"]
+    convert, pool = (s.map_batches_kwargs() for s in stages[1:3])
+    assert "image/png" in stages[0].fn_constructor_kwargs["routable"]
+    assert convert["fn_kwargs"] == {"ocr": OcrOptions(min_pdf_page_chars=5)}
+    assert (pool["batch_size"], type(pool["compute"]).__name__, pool["compute"].size, pool["num_cpus"]) == (
+        3, "TaskPoolStrategy", 2, TASK_CPUS)
+    assert stages[2].fn_constructor_kwargs == {"max_pixels": 1_000_000, "gpu": False}
+    gpu = OcrPool(2, 3, 1_000_000, 5, gpu=True).stage().map_batches_kwargs()
+    assert (gpu["compute"].min_size, gpu["compute"].max_size, gpu["num_gpus"]) == (2, 2, 0.5)
+    assert gpu["fn_constructor_kwargs"] == {"max_pixels": 1_000_000, "gpu": True}
+
+
+def test_without_ocr_images_have_no_route():
+    stages = DocumentStages.of(None, _EMBEDDING, workers=1, target_chars=800).stages(_RUN, ingested=False)
+    assert "Ocr" not in [s.fn.__name__ for s in stages]
+    assert "image/png" not in stages[0].fn_constructor_kwargs["routable"]
+    assert "fn_kwargs" not in stages[1].map_batches_kwargs()
