@@ -8,6 +8,7 @@ Nothing is downloaded; a missing model is an error that names the setting.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import time
@@ -109,6 +110,12 @@ def load_model(ref: ModelRef, device: str = "auto", threads: int | None = None):
     return SentenceTransformer(ref.path, device=device, local_files_only=True)
 
 
+@functools.lru_cache(maxsize=2)
+def kept_model(ref: ModelRef, device: str = "auto", threads: int | None = None):
+    """`load_model`, once per process: a resident task's worker keeps the model for the next run."""
+    return load_model(ref, device, threads)
+
+
 def model_dimension(ref: ModelRef) -> int:
     """The vectors' dimension, without loading torch when an ONNX execution is chosen."""
     if ref.execution != "torch":
@@ -130,8 +137,11 @@ class Embed:
     vector, and a text this actor encoded before (in this batch or an earlier one: the same
     claim said in two documents, a repeated paragraph) takes the vector it got then."""
 
-    def __init__(self, model: ModelRef, device: str, batch_size: int, threads: int | None = None) -> None:
-        self._model = load_model(model, device, threads)
+    def __init__(self, model: ModelRef, device: str, batch_size: int, threads: int | None = None,
+                 run_id: str | None = None) -> None:
+        # `run_id` only tells runs apart: a resident instance (`actors/resident.py`) is one run's,
+        # so its cache holds that run's texts, while the model stays loaded for the next run.
+        self._model = kept_model(model, device, threads)
         self._ref = model
         self._batch_size = batch_size
         self._cache = VectorCache(_CACHE_TEXTS)

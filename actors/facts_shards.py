@@ -1,4 +1,5 @@
-"""The stateful actors of the facts phase, each holding one PostgreSQL connection.
+"""The stateful units of the facts phase, each holding one PostgreSQL connection (run as resident
+Ray tasks, `actors/resident.py`).
 
 - `Normalizer`: claims → assertions and mentions (`normalize_relations`), a version at a time.
 - `NormalizeInputs` and `AssertionWriter`: the same step when a processor reads the claims (the
@@ -301,10 +302,10 @@ class LabelVectors:
 
     def __init__(self, dsn: str, model, device: str, batch_size: int, threads: int | None = None,
                  retry: RetryPolicy = RetryPolicy()) -> None:
-        from actors.embedder import load_model
+        from actors.embedder import kept_model
 
         self._link = Link(dsn)
-        self._model = load_model(model, device, threads)
+        self._model = kept_model(model, device, threads)
         self._batch_size = batch_size
         self._retry = retry
 

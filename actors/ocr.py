@@ -1,7 +1,9 @@
-"""The OCR stage: an actor pool that owns the text detection and recognition models.
+"""The OCR stage: the owner of the text detection and recognition models (a resident task on
+CPUs, `actors/resident.py`; an actor on a GPU).
 
 RapidOCR (PP-OCRv4 detection and recognition, ONNX, shipped inside the `rapidocr-onnxruntime`
-wheel: nothing is downloaded) is loaded once per actor, in `__init__`. The actor takes the rows
+wheel: nothing is downloaded) is loaded once per worker, when the first row that needs it comes
+(a corpus without images or scans never loads it), and kept for the next run. The stage takes the rows
 `convert` marked for OCR (images, PDFs with pages that have no text layer) and fills their
 `document.md` page by page (`pipeline/documents/ocr_convert.py`); every other row passes through
 untouched. A bad input is a failed row with its reason, never a failed batch.
@@ -62,8 +64,15 @@ class Ocr:
     """Ray Data callable class: a batch of rows → the same rows, OCR'd where `convert` asked."""
 
     def __init__(self, max_pixels: int, gpu: bool = False, threads: int | None = None) -> None:
-        self._recognise = Recogniser(gpu, threads)
+        self._model_args = (gpu, threads)
+        self._recogniser: Recogniser | None = None
         self._max_pixels = max_pixels
+
+    @property
+    def _recognise(self) -> Recogniser:
+        if self._recogniser is None:
+            self._recogniser = Recogniser(*self._model_args)
+        return self._recogniser
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         started = time.perf_counter()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timezone
 
 from jobs import facts_cli, import_corpus, runtime
@@ -17,6 +16,9 @@ EXAMPLES = runtime.PROJECT_ROOT / "examples" / "team"
 def main(settings: Settings) -> int:
     options = import_corpus.import_options(settings, (str(EXAMPLES),), source={"modified_at_from": "path"},
                                            batch_size=4)
+    # The demo serves its memory on Ray Serve after the import: its Ray is its own, never the one a
+    # running `corpusmem serve` holds (see `runtime.init_ray`).
+    runtime.init_ray(quiet=True, job_name=import_corpus.job_name(options), join=False)
     report = import_corpus.run_import(options, settings)
     print(report.render())
     with store.connect(store.resolve_dsn(settings)) as conn:
@@ -109,7 +111,7 @@ def _ask_over_http(settings: Settings) -> None:
             for label, evidence in table["rows"]:
                 print(f"    {label}  (evidence {evidence})")
     finally:
-        if os.environ.get("RAY_ADDRESS"):
+        if not runtime.started_ray():
             serve.shutdown()   # a cluster's Ray outlives this process: take the application off it
         # A local Ray ends with this process and its Serve with it; Serve's own graceful shutdown
         # then has a controller killed under its retried task, which Ray reports as a failure.

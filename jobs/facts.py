@@ -4,8 +4,10 @@
               ─► reconcile (living removals, deletions, re-extraction) ─► labels and profiles
 
 It runs after the document pipeline has landed every version of the run, so adjudication can
-take each entity's assertions in world-time order however the documents arrived. Shards are Ray
-actors; keys and entities are spread over them by a stable hash, one owner each.
+take each entity's assertions in world-time order however the documents arrived. Keys and
+entities are spread over shards by a stable hash, one owner each; a shard is a resident Ray task
+(`actors/resident.py`), which finds its connection, and the label step its model, already open in
+the worker process when an earlier run left them there.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TypeVar
 
 import psycopg
 
-from actors import facts_shards
+from actors import facts_shards, resident
 from actors.db_writer import Link
 from actors.embedder import ModelRef
 from actors.extractor import ExtractorConfig
@@ -33,7 +35,9 @@ _log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_ACTOR_CPUS = 0.25
+# Each shard's unit asks for a quarter CPU, so on a small machine the steps leave cores to the
+# document pipelines of other runs.
+_SHARD_CPUS = 0.25
 _VERSIONS_PER_CALL = 64
 
 
@@ -44,21 +48,26 @@ def _split(items: list, shards: int, key=lambda x: x) -> list[list]:
     return out
 
 
-def _start(started: list, cls, count: int, *args, **kwargs) -> list:
+def _resident(cls, kwargs: dict, method: str, *args, num_cpus: float = _SHARD_CPUS):
+    """`method(*args)` of `cls(**kwargs)` as a resident Ray task (`actors/resident.py`: the
+    instance, its connection and its model stay in the worker process for the next run)."""
     import ray
 
-    actors = [ray.remote(num_cpus=_ACTOR_CPUS)(cls).remote(*args, **kwargs) for _ in range(count)]
-    started += actors
-    return actors
+    return ray.remote(resident.call).options(num_cpus=num_cpus).remote(cls, kwargs, method, *args)
 
 
-def _release(actors: list) -> None:
-    """Give a step's CPUs back before the next step's actors ask for theirs (killing an actor
-    twice is harmless)."""
+def _on_shards(cls, kwargs: dict, method: str, units: list, *, at_once: int) -> list:
+    """`method(unit)` of `cls(**kwargs)` for every unit, as resident tasks, at most `at_once` in
+    flight; the results in the order they came."""
     import ray
 
-    for actor in actors:
-        ray.kill(actor)
+    pending, results = [], []
+    for unit in units:
+        if len(pending) >= at_once:
+            done, pending = ray.wait(pending, num_returns=1)
+            results += ray.get(done)
+        pending.append(_resident(cls, kwargs, method, unit))
+    return results + ray.get(pending)
 
 
 def run_facts(dsn: str, *, run_id: str, workers: int, model: ModelRef, device: str,
@@ -105,30 +114,23 @@ def _timed(seconds: dict[str, float], name: str, step: Callable[[], None]) -> No
 
 
 class _Phase:
-    """The steps of one facts phase, in order, and the shard actors they share."""
+    """The steps of one facts phase, in order. A shard is a resident task (`_on_shards`): keys and
+    entities are split by a stable hash, one call per shard, so each has one owner."""
 
     def __init__(self, link: Link, report: FactsReport, dsn: str, *, run_id: str, shards: int,
                  retry: RetryPolicy, labeller_args: tuple[ModelRef, str, int, int | None],
                  extractor: ExtractorConfig) -> None:
         self.link, self.report, self.dsn, self.run_id = link, report, dsn, run_id
         self.shards, self.retry, self.extractor = shards, retry, extractor
-        self.labeller_args = labeller_args   # the label vectors actor's model, device, batch size, threads
+        self.labeller_args = labeller_args   # the label vectors' model, device, batch size, threads
         self.stage = "normalize_relations"   # the fact stage of the step running: where a GaveUp lands
-        self.started: list = []               # every actor started, released when the phase ends
         self.versions: list[str] = []
-        self.normalizers: list = []
-        self.resolvers: list = []
-        self.adjudicators: list = []
-        self.labeller = None
 
     def run(self) -> None:
-        try:
-            for name, step in (("normalize", self.normalize), ("resolve", self.resolve),
-                               ("adjudicate", self.adjudicate), ("reconcile", self.reconcile),
-                               ("label", self.label)):
-                _timed(self.report.seconds, name, step)
-        finally:
-            _release(self.started)   # what each step did not release itself
+        for name, step in (("normalize", self.normalize), ("resolve", self.resolve),
+                           ("adjudicate", self.adjudicate), ("reconcile", self.reconcile),
+                           ("label", self.label)):
+            _timed(self.report.seconds, name, step)
         self.step("label_relation", writes.finish_fact_stages)
 
     def step(self, fact_stage: str, call: Callable[[psycopg.Connection], T]) -> T:
@@ -136,30 +138,8 @@ class _Phase:
         self.stage = fact_stage
         return with_retries(self.retry, lambda: call(self.link.conn), self.link.after)
 
-    def _start_actors(self) -> None:
-        """Every step's actors start now, each process starting while the steps before it run (a
-        Ray actor is a new process: about a second each on a small machine), the label step's
-        holding no CPU until its turn. Without new claims, the later steps start theirs on demand."""
-        import ray
-
-        versions, shards, dsn, run_id, retry = self.versions, self.shards, self.dsn, self.run_id, self.retry
-        config = self.extractor if self.extractor.backend == "openai" else None
-        self.normalizers = _start(self.started, facts_shards.Normalizer,
-                                  0 if self.extractor.backend == "vllm" else min(shards, len(versions)),
-                                  dsn, config, retry)
-        self.resolvers = _start(self.started, facts_shards.ResolverShard, shards if versions else 0, dsn, run_id,
-                                retry)
-        self.adjudicators = _start(self.started, facts_shards.AdjudicatorShard, shards if versions else 0, dsn,
-                                   run_id, retry=retry)
-        if versions or self.step("label_relation", reconcile_sql.labels_to_vectorize):
-            self.labeller = ray.remote(num_cpus=0)(facts_shards.LabelVectors).remote(dsn, *self.labeller_args, retry)
-            self.started.append(self.labeller)
-
     def normalize(self) -> None:
-        from ray.util import ActorPool
-
         self.versions = self.step("normalize_relations", assertions_sql.versions_to_normalize)
-        self._start_actors()
         report, versions = self.report, self.versions
         if versions and self.extractor.backend == "vllm":
             from jobs import normalize_llm
@@ -169,26 +149,21 @@ class _Phase:
             report.assertions += got["assertions"]
             report.dead_letter += got["dead_letter"]
         elif versions:
-            pool = ActorPool(self.normalizers)
+            config = self.extractor if self.extractor.backend == "openai" else None
             batches = [versions[i:i + _VERSIONS_PER_CALL] for i in range(0, len(versions), _VERSIONS_PER_CALL)]
-            for got in pool.map_unordered(lambda actor, batch: actor.normalize.remote(batch), batches):
+            for got in _on_shards(facts_shards.Normalizer, {"dsn": self.dsn, "config": config, "retry": self.retry},
+                                  "normalize", batches, at_once=self.shards):
                 report.claims_normalized += got["claims"]
                 report.assertions += got["assertions"]
                 report.dead_letter += got["dead_letter"]
-            _release(self.normalizers)
 
     def resolve(self) -> None:
-        import ray
-
         report = self.report
         keys = self.step("adjudicate_observations", entities_sql.unresolved)
         if keys:
-            parts = [p for p in _split(sorted(keys), self.shards) if p]
-            actors = self.resolvers[:len(parts)] or _start(self.started, facts_shards.ResolverShard, len(parts),
-                                                           self.dsn, self.run_id, self.retry)
-            results = ray.get([a.resolve.remote({k: keys[k] for k in part}) for a, part in zip(actors, parts)])
-            _release(actors)
-            for got in results:
+            parts = [{k: keys[k] for k in part} for part in _split(sorted(keys), self.shards) if part]
+            shard = {"dsn": self.dsn, "run_id": self.run_id, "retry": self.retry}
+            for got in _on_shards(facts_shards.ResolverShard, shard, "resolve", parts, at_once=len(parts)):
                 report.dead_letter += got["dead_letter"]
                 for verdict, n in got["verdicts"].items():
                     report.mentions_resolved[verdict] = report.mentions_resolved.get(verdict, 0) + n
@@ -198,17 +173,12 @@ class _Phase:
                   lambda conn: entities_sql.bind_assertions(conn, facts_store.one_per_object()))
 
     def adjudicate(self) -> None:
-        import ray
-
         report = self.report
         anchors = self.step("adjudicate_observations", facts_store.pending_anchors)
         if anchors:
             parts = [p for p in _split(anchors, self.shards) if p]
-            actors = self.adjudicators[:len(parts)] or _start(self.started, facts_shards.AdjudicatorShard,
-                                                              len(parts), self.dsn, self.run_id, retry=self.retry)
-            results = ray.get([a.adjudicate.remote(p) for a, p in zip(actors, parts)])
-            _release(actors)
-            for got in results:
+            shard = {"dsn": self.dsn, "run_id": self.run_id, "retry": self.retry}
+            for got in _on_shards(facts_shards.AdjudicatorShard, shard, "adjudicate", parts, at_once=len(parts)):
                 report.anchors += got["anchors"]
                 report.adjudicated += got["assertions"]
                 report.decisions += got["decisions"]
@@ -224,8 +194,12 @@ class _Phase:
 
         report = self.report
         from_claims = self.step("label_relation", reconcile_sql.labels_from_claims)
-        if self.labeller is not None and self.step("label_relation", reconcile_sql.labels_to_vectorize):
-            report.vectors = ray.get(self.labeller.run.remote())
+        if self.step("label_relation", reconcile_sql.labels_to_vectorize):
+            model, device, batch_size, threads = self.labeller_args
+            labeller = {"dsn": self.dsn, "model": model, "device": device, "batch_size": batch_size,
+                        "threads": threads, "retry": self.retry}
+            # No CPU asked: the model's threads are the embedder's, whose pipeline has ended.
+            report.vectors = ray.get(_resident(facts_shards.LabelVectors, labeller, "run", num_cpus=0))
             report.vectors.pop("seconds", None)
             gave_up = report.vectors.pop("gave_up", None)
             if gave_up is not None:

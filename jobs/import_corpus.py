@@ -6,8 +6,10 @@
 A source (`jobs/sources.py`: folders and archives, queued versions, a vector store) yields the
 documents as a Ray Dataset; the stages (`jobs/stages.py`) are declared once, each with the
 arguments Ray runs it with. `read`, `convert`, `structure` and `chunk` are Ray tasks over pure
-functions (`pipeline/`); `ingest`, `extract`, `embed` and `write` are actor pools that own a
-connection or a model (`actors/`). The driver only lists or claims what the run reads and folds
+functions (`pipeline/`); `ingest`, `extract`, `embed` and `write` hold a connection, an extractor
+or a model (`actors/`) and run as resident tasks, which keep them in Ray's warm worker processes
+between batches and runs (`actors/resident.py`; on a GPU the embedder is an actor pool, one actor
+per device). The driver only lists or claims what the run reads and folds
 the small per-document report rows into counts, so its memory does not grow with the corpus.
 Also runnable as a Ray job: `ray job submit --working-dir . -- python -m jobs.import_corpus PATH...`.
 """
@@ -47,6 +49,7 @@ class ImportOptions:
     workers: int = 1
     quiet: bool = True   # Ray's own logs to its files only (`--verbose` shows them)
     progress: bool = True
+    keep_ray: bool = False   # a Ray the run starts stays up for the next command to join
     # False (the processor): when other pipelines are in flight, leave the facts phase to them
     wait_for_facts: bool = True
     # what the run reads in place of the files, folders and archives of `paths`: queued versions
@@ -64,7 +67,7 @@ def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmP
 
     `llm` replaces the `vllm` pass's processors (tests drive the pass with a stand-in engine)."""
     started, started_at = time.perf_counter(), time.time()
-    resources = runtime.init_ray(quiet=options.quiet, job_name=job_name(options))
+    resources = runtime.init_ray(quiet=options.quiet, job_name=job_name(options), keep=options.keep_ray)
     runtime.check_shared(settings)
     model = runtime.embedding_model(settings, store.resolve_dsn(settings), gpu=resources.get("GPU", 0) >= 1)
     llm = llm or extract_llm.for_extractor(options.extractor, resources)
@@ -199,11 +202,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """How a run goes, whatever it reads (`corpusmem import`, `corpusmem import-vectors`)."""
     parser.add_argument("--batch-size", type=int, default=16, metavar="N", help="documents per batch")
-    parser.add_argument("--workers", type=int, default=1, metavar="N", help="embedder actors")
+    parser.add_argument("--workers", type=int, default=1, metavar="N", help="embedders at once (one per GPU on a GPU cluster)")
     parser.add_argument("--extractor", choices=BACKENDS, default=None,
                         help="claim extractor (default: CORPUSMEM_EXTRACTOR, else rules)")
     parser.add_argument("--verbose", action="store_true", help="Ray's own logs and per-operator progress")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--keep-ray", action="store_true",
+                        help="leave the Ray this command starts running, for the next command to join "
+                             "(`ray stop` ends it); a running Ray of yours is joined anyway")
 
 
 def run_options(args: argparse.Namespace, command: str) -> dict[str, Any]:
@@ -211,7 +217,7 @@ def run_options(args: argparse.Namespace, command: str) -> dict[str, Any]:
     if args.batch_size < 1 or args.workers < 1:
         raise SystemExit(f"corpusmem {command}: --batch-size and --workers must be at least 1")
     return {"batch_size": args.batch_size, "workers": args.workers, "extractor": args.extractor,
-            "quiet": not args.verbose, "progress": not args.no_progress}
+            "quiet": not args.verbose, "progress": not args.no_progress, "keep_ray": args.keep_ray}
 
 
 def import_options(settings: Settings, paths: tuple[str, ...], *, extractor: str | None = None,

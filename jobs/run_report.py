@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from jobs import runtime
 from pipeline import records
 
 # How many candidate facts an entity had loaded, the buckets of `FactsReport.per_entity_work`.
@@ -197,8 +198,8 @@ class RunReport:
         named += [repr(j["job_name"])] if j.get("job_name") else []
         if named:
             line += f" ({', '.join(named)})"
-        if j.get("dashboard"):
-            line += f", dashboard {j['dashboard']}"
+        if dashboard := runtime.dashboard_text(j):
+            line += f", dashboard {dashboard}"
         lines = [line]
         for node, ran in sorted(self.nodes.items()):
             lines.append(f"    node {node}: " + ", ".join(f"{name} x{n}" for name, n in sorted(ran.items())))

@@ -10,6 +10,7 @@ import logging
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cache
 from importlib import metadata
@@ -74,18 +75,37 @@ _dashboard_url: str | None = None
 _job_name: str | None = None   # the name this process gave its job
 
 
-def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str | None = None) -> dict[str, float]:
-    """Connect to `RAY_ADDRESS` (shipping this project as the job's working dir) or start Ray
-    locally, naming the job `job_name` in the dashboard's Jobs table (a job from `ray job submit`
-    keeps the name it was submitted with); return the cluster's resources."""
+def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str | None = None,
+             join: bool = True, serves: bool = False, keep: bool = False) -> dict[str, float]:
+    """Connect to `RAY_ADDRESS` (shipping this project as the job's working dir), else join the Ray
+    of a running `corpusmem serve` of this user (`served_ray`), else do what `ray.init` does (join
+    a Ray that `ray start` left running, or start one for this process; `RAY_ADDRESS=local`
+    always starts one); name the job `job_name` in the dashboard's Jobs table (a job from `ray job
+    submit` keeps the name it was submitted with); return the cluster's resources.
+
+    `join=False`: never join a server's Ray (a process that runs Serve itself: Serve holds one
+    application of a name and one HTTP port per Ray). `serves`: this process is `corpusmem serve`,
+    which does not join either, and marks the Ray it starts as a server's, for the commands run
+    while it serves to join. `keep`: a Ray this process would start is started
+    by `ray start` instead, so that it outlives the process and the next command joins it."""
     global _dashboard_url, _job_name
     import ray
 
     if not ray.is_initialized():
+        # A memory engine that runs offline reports nothing to Ray's usage-stats service (nor
+        # starts Ray Data's actor that gathers those reports in every job).
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         address = os.environ.get("RAY_ADDRESS") or None
         submitted = _SUBMITTED_JOB in os.environ or bool(os.environ.get("RAY_JOB_ID"))
+        joined = served_ray() if join and not serves and address is None and not submitted else None
+        if joined:
+            # Ray turns token authentication on by itself only for a Ray it finds on its own, not
+            # for an address it is given: the server's Ray tells how it authenticates, and Ray's
+            # configuration, read when it was imported, is read again.
+            os.environ.update(joined.auth)
+            ray._raylet.Config.initialize("")
         runtime_env = None
-        if address and not submitted:
+        if address not in (None, "local") and not submitted:
             # A client outside the cluster: ship the packages so workers import the same code.
             runtime_env = {"working_dir": str(PROJECT_ROOT),
                            "excludes": [".venv", ".corpusmem", ".git", "examples", "bench-*", "notebooks"]}
@@ -93,12 +113,21 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str |
         if job_name and not submitted:
             job_config = ray.job_config.JobConfig(metadata={"job_name": job_name})
             _job_name = job_name
-        context = ray.init(address=address, num_cpus=None if address else num_cpus,
+        address = address or (joined.address if joined else None)
+        if serves:
+            os.environ[_SERVER_MARK] = "1"   # inherited by the raylet this process may start
+        if keep and address is None:
+            address = _start_kept(num_cpus)
+        context = ray.init(address=address, num_cpus=num_cpus if address in (None, "local") else None,
                            runtime_env=runtime_env, job_config=job_config, log_to_driver=not quiet,
                            include_dashboard=None, configure_logging=True,
                            logging_level=logging.ERROR if quiet else logging.INFO)
         _dashboard_url = context.dashboard_url or None
         shutdown.keep_signals()
+        if joined:
+            print(f"ray: joined the Ray of the running `corpusmem serve` at {joined.address} (RAY_ADDRESS=local starts "
+                  "a new one; stopping that server interrupts this command, and a re-run resumes it)",
+                  file=sys.stderr, flush=True)
         if quiet:
             logs = Path(context.address_info.get("session_dir") or "/tmp/ray/session_latest") / "logs"
             print(f"ray: logs in {logs} (--verbose shows them here)", file=sys.stderr, flush=True)
@@ -110,11 +139,75 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str |
     return ray.cluster_resources()
 
 
+# In the environment of `corpusmem serve`, and so of the raylet of the Ray it starts.
+_SERVER_MARK = "CORPUSMEM_SERVES_READ_API"
+
+
+def _start_kept(num_cpus: int | None) -> str:
+    """`ray start --head` on this machine (a Ray no process owns, which `ray.init` then joins, and
+    so does every later command, as Ray's own rule is); its address."""
+    ray_cli = Path(sys.executable).with_name("ray")
+    command = [str(ray_cli), "start", "--head", "--disable-usage-stats",
+               *([f"--num-cpus={num_cpus}"] if num_cpus is not None else [])]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError(f"`{' '.join(command)}` failed: {(done.stderr or done.stdout).strip()[-500:]}")
+    print("ray: started with `ray start` and kept running after this command, for the next one to join "
+          "(`ray stop` ends it)", file=sys.stderr, flush=True)
+    return "auto"
+
+
+@dataclass(frozen=True)
+class ServedRay:
+    address: str
+    auth: dict[str, str]   # how its raylet authenticates (RAY_AUTH_MODE and where the token is)
+
+
+_AUTH_VARIABLES = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_TOKEN")
+
+
+def served_ray() -> ServedRay | None:
+    """The newest Ray that a `corpusmem serve` of this user runs on this machine with this Python,
+    or None.
+
+    Joining it saves starting and stopping a Ray (seconds each), and two Rays on one machine
+    would each take every core for its own. Only a server's Ray is joined: the Ray another
+    command started ends with that command. Another user's Ray is never joined (its workers run
+    as that user), nor one whose workers run another Python (they would import other code). Read
+    from the raylets' command lines and environments: Ray records only the clusters `ray start`
+    made (and `ray.init` joins those by itself)."""
+    import psutil
+
+    found: list[tuple[float, ServedRay]] = []
+    for proc in psutil.process_iter(["name", "uids", "cmdline", "create_time"]):
+        info = proc.info
+        if info["name"] != "raylet" or not info["uids"] or info["uids"].real != os.getuid():
+            continue
+        flags = dict(arg.split("=", 1) for arg in info["cmdline"] or () if arg.startswith("--") and "=" in arg)
+        python = flags.get("--python_worker_command", "").split(" ")[0]
+        if not (flags.get("--gcs-address") and python and os.path.abspath(python) == os.path.abspath(sys.executable)):
+            continue
+        try:
+            environ = proc.environ()
+        except psutil.Error:
+            continue   # gone, or not ours to read after all
+        if environ.get(_SERVER_MARK) == "1":
+            auth = {k: environ[k] for k in _AUTH_VARIABLES if k in environ}
+            found.append((info["create_time"], ServedRay(flags["--gcs-address"], auth)))
+    return max(found, key=lambda f: f[0])[1] if found else None
+
+
 def quiet_console() -> None:
     """Ray Data's and Serve's messages stay in their log files (`ray-data.log`, `serve/`), off the
     console, where the progress bar, warnings and the report go: their loggers keep every level,
     their console handlers show only errors."""
+    import warnings
+
     import ray.data  # noqa: F401  (its import sets up its loggers and their handlers)
+
+    # Ray Data's advice when a small corpus has fewer blocks than `--workers` embedders: the run
+    # is right, it only uses fewer of them.
+    warnings.filterwarnings("ignore", message="The maximum number of concurrent tasks for", category=UserWarning)
 
     for name in ("ray.data", "ray.serve"):
         for handler in logging.getLogger(name).handlers:
@@ -140,7 +233,26 @@ def job_info() -> dict[str, str | None]:
     if dashboard and "://" not in dashboard:
         dashboard = f"http://{dashboard}"
     return {"job_id": job_id, "submission_id": metadata.get("job_submission_id"),
-            "job_name": metadata.get("job_name") or _job_name, "dashboard": dashboard}
+            "job_name": metadata.get("job_name") or _job_name, "dashboard": dashboard,
+            "dashboard_token": DASHBOARD_TOKEN_COMMAND if dashboard and token_auth() else None}
+
+
+# Ray's dashboard asks for the cluster's token before it shows anything; this prints it.
+DASHBOARD_TOKEN_COMMAND = "ray get-auth-token"
+
+
+def token_auth() -> bool:
+    """Whether the Ray this process drives asks for a token (`RAY_AUTH_MODE=token`, which Ray sets
+    in the driver's environment when it starts or joins such a cluster)."""
+    return os.environ.get("RAY_AUTH_MODE", "").lower() == "token"
+
+
+def dashboard_text(info: dict[str, str | None]) -> str | None:
+    """Where the dashboard of `job_info()` is and how to open it, or None without a dashboard."""
+    if not info.get("dashboard"):
+        return None
+    token = info.get("dashboard_token")
+    return info["dashboard"] + (f" (its token: `{token}`)" if token else "")
 
 
 def placements(since: float) -> dict[str, dict[str, int]]:

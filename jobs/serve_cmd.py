@@ -34,7 +34,7 @@ def start(settings: Settings, host: str, port: int) -> str:
         origins = auth.parse_origins(settings.cors_origins)
     except (auth.CredentialError, auth.OriginError) as err:
         raise SettingsError(f"invalid setting: {err}") from None
-    resources = runtime.init_ray(quiet=True)
+    resources = runtime.init_ray(quiet=True, job_name="corpusmem serve", serves=True)
     runtime.check_shared(settings)
     model = runtime.embedding_model(settings, store.resolve_dsn(settings), gpu=resources.get("GPU", 0) >= 1)
     authority = store.open_store(settings, embedding_model=model.pin, embedding_dim=model_dimension(model),
@@ -77,6 +77,8 @@ def main(settings: Settings, args: argparse.Namespace) -> int:
         url = start(settings, args.host, args.port)
         shutdown.install(interrupt=False)  # serving: a signal now only ends the wait below
         print(f"corpusmem read API at {url} (OpenAPI at {url}/openapi.json); Ctrl-C stops it", flush=True)
+        if dashboard := runtime.dashboard_text(runtime.job_info()):
+            print(f"Ray dashboard at {dashboard}", flush=True)
         processor = threading.Thread(target=process.drain, args=(settings, stopping), name="processor",
                                      daemon=True)
         processor.start()

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from actors.db_writer import LoadQueued
-from jobs.stages import DB_ACTOR_CPUS, TASK_CPUS, Run, Stage
+from jobs.stages import DB_STAGE_CPUS, TASK_CPUS, Run, Stage
 from pipeline import records
 from pipeline.documents import stages as documents
 from pipeline.documents.walk import SourceOptions, list_sources
@@ -85,7 +85,7 @@ class QueuedVersions:
         claimed = list(ingest_sql.claim_versions(owner, run.run_id, list(self.versions)))
         load = Stage(LoadQueued, run.batch_size, fn_constructor_kwargs={
             "dsn": run.dsn, "object_store": run.object_store, "run_id": run.run_id, "retry": run.retry},
-            actors=1, num_cpus=DB_ACTOR_CPUS)
+            resident=1, num_cpus=DB_STAGE_CPUS)
 
         def dataset():
             import ray

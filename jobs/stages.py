@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from actors.db_writer import Ingest, Write
 from actors.embedder import Embed, ModelRef
 from actors.extractor import Extract, ExtractorConfig, build_extractor
+from actors import resident
 from actors.llm_stage import LandClaims, LoadContexts
 from actors.ocr import Ocr
 from actors.retries import RetryPolicy
@@ -29,9 +30,9 @@ from pipeline.documents.convert import OcrOptions, routable
 if TYPE_CHECKING:
     from jobs.settings import Settings
 
-# Fractions of a CPU for the actors that mostly wait on PostgreSQL, so that on a small machine
+# Fractions of a CPU for the stages that mostly wait on PostgreSQL, so that on a small machine
 # they leave the cores to the embedder and the conversion tasks.
-DB_ACTOR_CPUS = 0.1
+DB_STAGE_CPUS = 0.1
 TASK_CPUS = 0.25
 # Documents per embedder call. `encode` sorts its texts by length, so a bigger call pads less:
 # on 2 CPU threads, 16-document calls ran at about half the speed of one call over everything.
@@ -40,14 +41,17 @@ _EMBED_BATCH_DOCS = 128
 
 @dataclass(frozen=True)
 class Stage:
-    """One `map_batches` call: a function (Ray tasks) or a class (a pool of `actors` actors, each
-    built with `fn_constructor_kwargs`), and the resources each task or actor asks for."""
+    """One `map_batches` call: a function (Ray tasks), a class run as a pool of `actors` actors,
+    or a class run `resident` in at most that many tasks at once (`actors/resident.py`: one
+    instance per worker process, kept between runs); a class is built with
+    `fn_constructor_kwargs`. Also the resources each task or actor asks for."""
 
     fn: Callable[..., Any]
     batch_size: int
     fn_kwargs: dict[str, Any] = field(default_factory=dict)
     fn_constructor_kwargs: dict[str, Any] = field(default_factory=dict)
     actors: int | None = None
+    resident: int | None = None
     num_cpus: float | None = None
     num_gpus: float | None = None
     batch_format: str = "pyarrow"
@@ -58,18 +62,24 @@ class Stage:
         kwargs: dict[str, Any] = {"batch_size": self.batch_size, "batch_format": self.batch_format}
         if self.fn_kwargs:
             kwargs["fn_kwargs"] = self.fn_kwargs
-        if self.fn_constructor_kwargs:
-            kwargs["fn_constructor_kwargs"] = self.fn_constructor_kwargs
         if self.actors is not None:
             kwargs["compute"] = ray.data.ActorPoolStrategy(size=self.actors)
+            if self.fn_constructor_kwargs:
+                kwargs["fn_constructor_kwargs"] = self.fn_constructor_kwargs
+        if self.resident is not None:
+            kwargs["compute"] = ray.data.TaskPoolStrategy(size=self.resident)
         if self.num_gpus is not None:
             kwargs["num_gpus"] = self.num_gpus
         if self.num_cpus is not None:
             kwargs["num_cpus"] = self.num_cpus
         return kwargs
 
+    def udf(self) -> Callable[..., Any]:
+        """What `map_batches` runs."""
+        return resident.batches(self.fn, self.fn_constructor_kwargs) if self.resident is not None else self.fn
+
     def __call__(self, ds):
-        return ds.map_batches(self.fn, **self.map_batches_kwargs())
+        return ds.map_batches(self.udf(), **self.map_batches_kwargs())
 
 
 def apply(stages: Sequence[Stage], ds):
@@ -114,7 +124,7 @@ class Embedding:
 
 @dataclass(frozen=True)
 class OcrPool:
-    """The OCR actors of a run (CORPUSMEM_OCR_*)."""
+    """The OCR stage of a run (CORPUSMEM_OCR_*)."""
 
     workers: int
     batch_size: int
@@ -138,18 +148,21 @@ class OcrPool:
 
     def stage(self) -> Stage:
         # No logical CPU: ONNX Runtime computes on its `threads` cores whatever Ray counts, and a
-        # CPU share held by the actors would leave a one-CPU node, after the embedder and the
-        # database actors took theirs (`embedder_cpus`), no room for a conversion task.
+        # CPU share held by the stage would leave a one-CPU node, after the embedder and the
+        # database stages took theirs (`embedder_cpus`), no room for a conversion task. On CPUs
+        # the models stay loaded in the worker for the next run (resident); on a GPU an actor
+        # holds its share of the device.
         return Stage(Ocr, self.batch_size, fn_constructor_kwargs={
                          "max_pixels": self.max_pixels, "gpu": self.gpu, "threads": self.threads},
-                     actors=self.workers, num_cpus=0, **({"num_gpus": 1 / self.workers} if self.gpu else {}))
+                     num_cpus=0, **({"actors": self.workers, "num_gpus": 1 / self.workers} if self.gpu
+                                    else {"resident": self.workers}))
 
 
 def ingest(run: Run, ocr: bool) -> Stage:
     """`ocr`: the run has an OCR stage, so images are routable."""
     return Stage(Ingest, run.batch_size, fn_constructor_kwargs={
         "dsn": run.dsn, "object_store": run.object_store, "run_id": run.run_id, "routable": routable(ocr),
-        "retry": run.retry}, actors=1, num_cpus=DB_ACTOR_CPUS)
+        "retry": run.retry}, resident=1, num_cpus=DB_STAGE_CPUS)
 
 
 @dataclass(frozen=True)
@@ -184,22 +197,24 @@ class DocumentStages:
             *([ocr.stage()] if ocr is not None else []),
             Stage(documents.structure, b, fn_kwargs={"target_chars": self.target_chars}, num_cpus=TASK_CPUS),
             Stage(documents.chunk, b, fn_kwargs={"target_chars": self.target_chars}, num_cpus=TASK_CPUS),
-            *([Stage(Extract, b, fn_constructor_kwargs={"config": self.extractor, "retry": run.retry}, actors=1,
-                     num_cpus=DB_ACTOR_CPUS)] if self.extractor is not None else []),
+            *([Stage(Extract, b, fn_constructor_kwargs={"config": self.extractor, "retry": run.retry}, resident=1,
+                     num_cpus=DB_STAGE_CPUS)] if self.extractor is not None else []),
+            # On a GPU an actor holds its device for the run; on CPUs the embedder is resident.
             Stage(Embed, max(b, _EMBED_BATCH_DOCS), fn_constructor_kwargs={
                 "model": embedding.model, "device": embedding.device, "batch_size": embedding.batch_size,
-                "threads": embedding.threads}, actors=self.workers,
-                **({"num_gpus": 1} if embedding.gpu else {"num_cpus": embedder_cpus(self.workers)})),
+                "threads": embedding.threads, "run_id": run.run_id},
+                **({"actors": self.workers, "num_gpus": 1} if embedding.gpu
+                   else {"resident": self.workers, "num_cpus": embedder_cpus(self.workers)})),
             Stage(Write, b, fn_constructor_kwargs={"dsn": run.dsn, "object_store": run.object_store,
                                                    "run_id": run.run_id, "extractor": self.extractor_version,
-                                                   "retry": run.retry}, actors=1, num_cpus=DB_ACTOR_CPUS),
+                                                   "retry": run.retry}, resident=1, num_cpus=DB_STAGE_CPUS),
         ]
 
 
 def load_contexts(run: Run, extractor: str) -> Stage:
     """The LLM pass's first stage: versions to the contexts of their chunks not yet extracted."""
     return Stage(LoadContexts, run.batch_size, fn_constructor_kwargs={
-        "dsn": run.dsn, "object_store": run.object_store, "extractor": extractor}, actors=1, num_cpus=DB_ACTOR_CPUS)
+        "dsn": run.dsn, "object_store": run.object_store, "extractor": extractor}, resident=1, num_cpus=DB_STAGE_CPUS)
 
 
 def land_claims(run: Run, *, extractor: str, model_label: str, embedding: Embedding) -> Stage:
@@ -219,6 +234,6 @@ def embedder_cpus(workers: int) -> float:
     import ray
 
     nodes = [n["Resources"].get("CPU", 0) for n in ray.nodes() if n.get("Alive") and n["Resources"].get("CPU", 0)]
-    beside = min(nodes, default=1.0) - 3 * DB_ACTOR_CPUS - TASK_CPUS
+    beside = min(nodes, default=1.0) - 3 * DB_STAGE_CPUS - TASK_CPUS
     fair = (ray.available_resources().get("CPU", 1) - 0.75) / max(workers, 1)
     return max(0.1, min(1.0, beside, fair))

@@ -26,6 +26,10 @@ from tests.support.paths import EXAMPLES
 if TYPE_CHECKING:
     from jobs.run_report import RunReport
 
+# The session's Ray, and the Ray of every command a test starts, is its own (`RAY_ADDRESS=local`):
+# a command joins the Ray of a running `corpusmem serve` only where its test says so.
+os.environ.setdefault("RAY_ADDRESS", "local")
+
 # Row counts of these tables are the example memory's fingerprint: a test that changes any of them
 # in the shared copy would make other tests depend on the order they run in.
 _FINGERPRINT_TABLES = ("documents", "versions", "chunks", "claims", "claim_occurrences", "entities",

@@ -311,6 +311,9 @@ def memory_env(home: Path, *, ray: bool = True) -> dict[str, str]:
     embedded PostgreSQL and object store, whatever CORPUSMEM_DSN this shell sets); `ray=False`
     also drops RAY_* so a server starts its own Ray."""
     env = {k: v for k, v in os.environ.items() if k != "CORPUSMEM_DSN" and (ray or not k.startswith("RAY_"))}
+    if ray:
+        # measured on a Ray of its own, as a user without a running server waits for it
+        env.setdefault("RAY_ADDRESS", "local")
     env.update(CORPUSMEM_HOME=str(home), CORPUSMEM_OBJECT_STORE="")
     return env
 

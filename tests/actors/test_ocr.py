@@ -84,3 +84,11 @@ def test_a_bad_row_fails_with_its_reason_and_the_others_are_read(ocr):
     assert cut["error"].startswith("truncated image")
     assert fine["outcome"] == records.PROCESS and "Dana Whitfield" in fine["markdown"]
     assert notes["markdown"] == "# kept\n" and notes["ocr_pages"] is None
+
+
+def test_a_batch_without_images_or_scans_never_loads_the_models():
+    stage = Ocr(max_pixels=40_000_000)
+    typed = records.new_row(item="a.md", filename="a.md", mime="text/markdown", outcome=records.PROCESS,
+                            version_id="a", converter="passthrough", markdown="# A\n")
+    [out] = records.to_rows(stage(records.to_table([typed])))
+    assert stage._recogniser is None and out["markdown"] == "# A\n"

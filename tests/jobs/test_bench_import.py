@@ -36,14 +36,14 @@ def test_locomo_scales_from_half_of_each_conversations_sessions_to_all(tmp_path:
 def test_the_table_gives_the_ratio_each_stage_and_the_scaling():
     run = {"documents": 90, "pieces": 405, "chunks": 555, "claims": 2852, "import_seconds": 30.0,
            "exit_seconds": 33.0, "floor_seconds": 15.0, "floor_same_execution_seconds": 7.0,
-           "execution": "onnx-int8", "ratio": 0.5, "startup_seconds": 4.0, "pipeline_seconds": 26.0,
+           "execution": "onnx-int8", "ratio": 0.5, "exit_ratio": 15.0 / 33.0, "startup_seconds": 4.0, "pipeline_seconds": 26.0,
            "driver_peak_rss_mib": 250.0, "stage_seconds": {"embed": 11.5, "extract": 2.3, "read": 0.01},
            "facts_seconds": {"normalize": 1.1, "adjudicate": 1.9},
            "texts_embedded": {"chunks": 555, "claims": 2474, "labels": 0, "profiles": 9},
            "vectors_not_embedded": {"same_text_in_this_run": 378, "labels_from_their_claim": 2505}}
     table = imports.render({"threads": 2, "embed_batch_size": 32, "corpora": {"locomo": {
         "runs": [run, run], "time_ratio_2x": 1.5, "floor_ratio_2x": 2.0, "driver_rss_ratio_2x": 1.01}}})
-    assert "floor/import = 0.50" in table and "through onnx-int8: 7.0 s" in table
+    assert "floor/import = 0.50 to the report, 0.45 to exit" in table and "through onnx-int8: 7.0 s" in table
     assert "embed 11.5" in table and "read" not in table.split("busy seconds per stage:")[1].split("\n")[0]
     assert "adjudicate 1.9 s" in table and "same text in this run 378" in table
     assert "2x the corpus: 1.50x the import time (floor 2.00x), driver peak RSS 1.01x" in table

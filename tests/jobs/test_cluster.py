@@ -138,9 +138,10 @@ def _total(scraped: dict[str, dict[str, float]], name: str, **labels: str) -> fl
                if k.split("{")[0] == name and all(f'{l}="{v2}"' in k for l, v2 in labels.items()))
 
 
-def test_a_submitted_job_keeps_its_name_and_reports_its_submission_id(cluster):
+def test_a_submitted_job_keeps_its_name_and_reports_its_submission_id(cluster, monkeypatch):
     from ray.job_submission import JobStatus, JobSubmissionClient
 
+    monkeypatch.delenv("RAY_ADDRESS")   # the client takes it over the address it is given
     client = JobSubmissionClient(cluster.dashboard)
     deadline = time.monotonic() + 120
     while True:

@@ -104,7 +104,7 @@ def test_two_imports_and_a_processor_end_with_the_rows_of_one_import(memory, ray
     # Every ingest waits on this lock until all three owners are running, so their work overlaps.
     gate = psycopg.connect(memory.dsn)
     gate.execute("LOCK TABLE content_objects IN EXCLUSIVE MODE")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")} | {"RAY_ADDRESS": "local"}
     env.update(CORPUSMEM_DSN=memory.dsn, CORPUSMEM_OBJECT_STORE=memory.object_store_uri,
                CORPUSMEM_HOME=str(memory.home))
     # Each import starts its own local Ray: two imports' actor pools on the session's two CPUs

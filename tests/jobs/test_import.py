@@ -333,7 +333,7 @@ def test_a_killed_import_rerun_ends_with_exactly_the_rows_of_an_uninterrupted_on
 
     killed = memories["killed"]
     env = {**os.environ, "CORPUSMEM_DSN": killed.dsn, "CORPUSMEM_OBJECT_STORE": killed.object_store_uri}
-    env.pop("RAY_ADDRESS", None)
+    env["RAY_ADDRESS"] = "local"   # a Ray of its own, never the session's or a server's
     # Its own session: killing the group takes the driver and the Ray it started, mid-flight.
     child = subprocess.Popen([sys.executable, "-m", "jobs.import_corpus", str(corpus), "--batch-size", "2",
                               "--modified-at-from", "path", "--no-progress"], env=env,

@@ -22,20 +22,23 @@ def test_the_ocr_pool_follows_its_settings_and_is_absent_when_off():
     assert OcrPool.of(load_settings({"CORPUSMEM_OCR_WORKERS": "0"}), {"CPU": 2.0}, embedder_gpus=0) is None
 
 
-def test_ocr_runs_after_convert_in_its_own_actor_pool():
+def test_ocr_runs_after_convert_resident_on_cpus_and_as_actors_on_a_gpu():
     ocr = OcrPool(2, 3, 1_000_000, 5, gpu=False, threads=4)
     stages = DocumentStages.of(None, _EMBEDDING, workers=1, target_chars=800, ocr=ocr).stages(_RUN, ingested=False)
     assert [s.fn.__name__ for s in stages] == ["Ingest", "convert", "Ocr", "structure", "chunk", "Embed", "Write"]
-    ingest, convert, pool = (s.map_batches_kwargs() for s in stages[:3])
-    assert "image/png" in ingest["fn_constructor_kwargs"]["routable"]
+    convert, pool = (s.map_batches_kwargs() for s in stages[1:3])
+    assert "image/png" in stages[0].fn_constructor_kwargs["routable"]
     assert convert["fn_kwargs"] == {"ocr": OcrOptions(min_pdf_page_chars=5)}
-    assert (pool["batch_size"], pool["compute"].min_size, pool["compute"].max_size, pool["num_cpus"]) == (
-        3, 2, 2, 0)
-    assert pool["fn_constructor_kwargs"] == {"max_pixels": 1_000_000, "gpu": False, "threads": 4}
+    assert (pool["batch_size"], type(pool["compute"]).__name__, pool["compute"].size, pool["num_cpus"]) == (
+        3, "TaskPoolStrategy", 2, 0)
+    assert stages[2].fn_constructor_kwargs == {"max_pixels": 1_000_000, "gpu": False, "threads": 4}
+    gpu = OcrPool(2, 3, 1_000_000, 5, gpu=True, threads=4).stage().map_batches_kwargs()
+    assert (gpu["compute"].min_size, gpu["compute"].max_size, gpu["num_gpus"]) == (2, 2, 0.5)
+    assert gpu["fn_constructor_kwargs"] == {"max_pixels": 1_000_000, "gpu": True, "threads": 4}
 
 
 def test_without_ocr_images_have_no_route():
     stages = DocumentStages.of(None, _EMBEDDING, workers=1, target_chars=800).stages(_RUN, ingested=False)
     assert "Ocr" not in [s.fn.__name__ for s in stages]
-    kwargs = [s.map_batches_kwargs() for s in stages]
-    assert "image/png" not in kwargs[0]["fn_constructor_kwargs"]["routable"] and "fn_kwargs" not in kwargs[1]
+    assert "image/png" not in stages[0].fn_constructor_kwargs["routable"]
+    assert "fn_kwargs" not in stages[1].map_batches_kwargs()

@@ -60,7 +60,8 @@ def home() -> Iterator[Path]:
 
 
 def _env(home: Path | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "CORPUSMEM_"))}
+    # A Ray of its own (`RAY_ADDRESS=local`), never the one the session's `corpusmem serve` holds.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "CORPUSMEM_"))} | {"RAY_ADDRESS": "local"}
     if home is not None:
         env["CORPUSMEM_HOME"] = str(home)
     return env

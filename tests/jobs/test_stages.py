@@ -14,7 +14,7 @@ from actors.retries import RetryPolicy
 from jobs import facts, sources
 from jobs.import_corpus import import_options, job_name
 from jobs.settings import load_settings
-from jobs.stages import DB_ACTOR_CPUS, TASK_CPUS, DocumentStages, Embedding, Run, Stage
+from jobs.stages import DB_STAGE_CPUS, TASK_CPUS, DocumentStages, Embedding, Run, Stage
 
 _RUN = Run("run-1", "postgresql:///memory", "/objects", 16, RetryPolicy(attempts=3))
 # a GPU embedder: its resources are not read from a running cluster
@@ -23,7 +23,7 @@ _EMBEDDING = Embedding(ModelRef("m", "/models/m"), gpu=True, device="cuda", batc
 
 def _names(stages: list[Stage]) -> list[str]:
     """What the dashboard calls each stage: `MapBatches(<the UDF's name>)`."""
-    return [stage.fn.__name__ for stage in stages]
+    return [stage.udf().__name__ for stage in stages]
 
 
 def test_a_run_from_source_rows_has_every_stage_in_order() -> None:
@@ -55,10 +55,26 @@ def test_each_stage_declares_its_map_batches_arguments_once() -> None:
     assert (embed["batch_size"], embed["num_gpus"], embed["compute"].min_size, embed["compute"].max_size) == (
         128, 1, 3, 3)
     assert "num_cpus" not in embed and embed["fn_constructor_kwargs"]["device"] == "cuda"
-    for actor in ("Ingest", "Extract", "Write"):
-        kwargs = by_name[actor]
-        assert (kwargs["compute"].max_size, kwargs["num_cpus"], kwargs["fn_constructor_kwargs"]["retry"]) == (
-            1, DB_ACTOR_CPUS, _RUN.retry)
+    for name in ("Ingest", "Extract", "Write"):
+        # resident tasks, one at a time: the class is built in the worker (`actors/resident.py`)
+        kwargs, stage = by_name[name], next(s for s in stages if s.fn.__name__ == name)
+        assert (kwargs["compute"].size, kwargs["num_cpus"], stage.fn_constructor_kwargs["retry"]) == (
+            1, DB_STAGE_CPUS, _RUN.retry)
+        assert "fn_constructor_kwargs" not in kwargs
+
+
+def test_on_cpus_the_embedder_is_resident_and_on_a_gpu_an_actor_per_device(monkeypatch) -> None:
+    from jobs import stages as stages_mod
+
+    monkeypatch.setattr(stages_mod, "embedder_cpus", lambda workers: 0.5)
+    cpu = Embedding(ModelRef("m", "/models/m", execution="onnx-int8"), gpu=False, device="cpu", batch_size=32,
+                    threads=1)
+    [embed] = [s for s in DocumentStages.of(ExtractorConfig(), cpu, workers=2, target_chars=800).stages(
+        _RUN, ingested=False) if s.fn.__name__ == "Embed"]
+    kwargs = embed.map_batches_kwargs()
+    assert (type(kwargs["compute"]).__name__, kwargs["compute"].size, kwargs["num_cpus"]) == ("TaskPoolStrategy", 2, 0.5)
+    # each run's instance is its own (its cache of texts encoded), the model stays loaded in the process
+    assert embed.fn_constructor_kwargs["run_id"] == _RUN.run_id and embed.udf().__name__ == "Embed"
 
 
 def test_an_onnx_execution_embeds_on_cpu_even_beside_a_gpu() -> None:

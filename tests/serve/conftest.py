@@ -51,9 +51,21 @@ def embed():
 
 
 @pytest.fixture(scope="session")
-def served(pg_admin_dsn, example_import, ray_local, tmp_path_factory):
-    """`corpusmem serve` on a copy of the imported example corpus, one server for the session's API
-    tests (the client test ingests a note and deletes it again)."""
+def served(serving):
+    """The base URL of `corpusmem serve` on a copy of the imported example corpus, one server for
+    the session's API tests (the client test ingests a note and deletes it again)."""
+    return serving[0]
+
+
+@pytest.fixture(scope="session")
+def served_log(serving):
+    """What that server printed (stdout and stderr), as a file it keeps writing."""
+    return serving[1]
+
+
+@pytest.fixture(scope="session")
+def serving(pg_admin_dsn, example_import, ray_local, tmp_path_factory):
+    """(base URL, log file) of the session's `corpusmem serve` (see `served`)."""
     tmp_path = tmp_path_factory.mktemp("served")
     memory = clone_example(pg_admin_dsn, example_import, unique_name("cm_served"), tmp_path)
     port = free_port()
@@ -65,7 +77,7 @@ def served(pg_admin_dsn, example_import, ray_local, tmp_path_factory):
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_serving(url, server, tmp_path / "serve.log")
-        yield url
+        yield url, tmp_path / "serve.log"
     finally:
         os.killpg(server.pid, 15)
         try:

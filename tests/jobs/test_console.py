@@ -1,0 +1,30 @@
+"""What a user sees of a successful import is the progress, the run report and corpusmem's own
+notes: no ERROR or WARNING line from Ray, ONNX Runtime or anything else, on a first run too."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from tests.support.paths import ROOT
+
+# An alarming line: a level word, a C++ log line of Ray's ("[2026-12-02 17:12:40,289 E 3301 3301]"),
+# a line forwarded from a Ray process ("(raylet) ...") or a traceback.
+_ALARM = re.compile(r"\b(ERROR|WARNING|Warning|Error)\b|^\[[\d\- :,]+ [EW] \d+ \d+\]|^\(\w+(?: pid=\d+)?\)|Traceback")
+
+
+def test_the_demo_import_on_a_first_run_prints_no_error_or_warning(memory, example_corpus, tmp_path):
+    # As from a fresh shell: a Ray of its own, no model cache yet (the first run builds it).
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "CORPUSMEM_"))}
+    env.update(RAY_ADDRESS="local", CORPUSMEM_DSN=memory.dsn, CORPUSMEM_OBJECT_STORE=memory.object_store_uri,
+               CORPUSMEM_HOME=str(memory.home), CORPUSMEM_MODEL_CACHE=str(tmp_path / "models"))
+    done = subprocess.run([sys.executable, "-m", "jobs.cli", "import", str(example_corpus), "--modified-at-from",
+                           "path", "--batch-size", "4"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "new versions     11" in done.stdout
+    console = (done.stdout + done.stderr).splitlines()
+    alarms = [line for line in console if _ALARM.search(line)]
+    assert not alarms, "\n".join(alarms)
