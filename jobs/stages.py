@@ -135,10 +135,20 @@ class OcrPool:
 
     @classmethod
     def of(cls, settings: Settings, resources: dict[str, float], embedder_gpus: int) -> OcrPool | None:
-        """None when OCR is off."""
+        """None when OCR is off. Refuses when OCR is on and its package is missing (it is not
+        installed on Python 3.13 and later), rather than failing every image of the run."""
         if settings.ocr_workers == 0:
             return None
+        import importlib.util
+
         import onnxruntime
+
+        from jobs.settings import SettingsError
+
+        if importlib.util.find_spec("rapidocr_onnxruntime") is None:
+            raise SettingsError(f"CORPUSMEM_OCR_WORKERS={settings.ocr_workers} but rapidocr-onnxruntime is not "
+                                "installed (its wheel needs Python < 3.13): install it, or set "
+                                "CORPUSMEM_OCR_WORKERS=0 to import without OCR")
 
         gpu = (resources.get("GPU", 0) >= embedder_gpus + 1
                and "CUDAExecutionProvider" in onnxruntime.get_available_providers())

@@ -1,11 +1,15 @@
-"""The OCR stage as a run declares it: after `convert`, an actor pool sized by CORPUSMEM_OCR_*, and
+"""The OCR stage as a run declares it: after `convert`, sized by CORPUSMEM_OCR_*, refused when on without its package, and
 images routable only when it is there. Unit tests: no Ray started, no database."""
 
 from __future__ import annotations
 
+import importlib.util
+
+import pytest
+
 from actors.embedder import ModelRef
 from actors.retries import RetryPolicy
-from jobs.settings import load_settings
+from jobs.settings import SettingsError, load_settings
 from jobs.stages import DocumentStages, Embedding, OcrPool, Run
 from pipeline.documents.convert import OcrOptions
 
@@ -19,6 +23,15 @@ def test_the_ocr_pool_follows_its_settings_and_is_absent_when_off():
                               "CORPUSMEM_OCR_MAX_PIXELS": "1000000", "CORPUSMEM_OCR_MIN_PDF_PAGE_CHARS": "5"})
     assert OcrPool.of(settings, {"CPU": 8.0}, embedder_gpus=0) == OcrPool(2, 3, 1_000_000, 5, gpu=False, threads=4)
     assert OcrPool.of(settings, {"CPU": 1.0}, embedder_gpus=0).threads == 1
+    assert OcrPool.of(load_settings({"CORPUSMEM_OCR_WORKERS": "0"}), {"CPU": 2.0}, embedder_gpus=0) is None
+
+
+def test_ocr_on_without_its_package_refuses_and_names_the_setting(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "rapidocr_onnxruntime" else real(name, *a))
+    with pytest.raises(SettingsError, match="CORPUSMEM_OCR_WORKERS=2 but rapidocr-onnxruntime is not installed"):
+        OcrPool.of(load_settings({}), {"CPU": 2.0}, embedder_gpus=0)
     assert OcrPool.of(load_settings({"CORPUSMEM_OCR_WORKERS": "0"}), {"CPU": 2.0}, embedder_gpus=0) is None
 
 
