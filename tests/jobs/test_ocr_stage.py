@@ -1,5 +1,5 @@
-"""The OCR stage as a run declares it: after `convert`, sized by CORPUSMEM_OCR_*, refused when on without its package, and
-images routable only when it is there. Unit tests: no Ray started, no database."""
+"""The OCR stage as a run declares it: after `convert`, sized by CORPUSMEM_OCR_*, refused when on
+without its package, and images routable only when it is there. Unit tests: no Ray, no database."""
 
 from __future__ import annotations
 
