@@ -62,8 +62,16 @@ _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
 
 # --- prompts and schemas -------------------------------------------------------------------------
 
-def _resource(filename: str) -> str:
+def prompt_file(filename: str) -> str:
+    """A file of `pipeline/prompts` (every model step's prompt and answer schema live there)."""
     return resources.files("pipeline").joinpath("prompts", filename).read_text(encoding="utf-8")
+
+
+def unfenced(text: str) -> str:
+    """A model's answer without the Markdown code fence some models wrap JSON in, stripped."""
+    body = text.strip()
+    fence = _FENCE.match(body)
+    return fence.group(1).strip() if fence else body
 
 
 @functools.cache
@@ -71,14 +79,14 @@ def load_prompt(name: str) -> str:
     """The system prompt of one step, `selection` or `claimify`."""
     if name not in PROMPT_NAMES:
         raise ValueError(f"unknown prompt {name!r}; expected one of {PROMPT_NAMES}")
-    return _resource(f"{name}.md")
+    return prompt_file(f"{name}.md")
 
 
 @functools.cache
 def _schema_text(name: str) -> str:
     if name not in PROMPT_NAMES:
         raise ValueError(f"unknown schema {name!r}; expected one of {PROMPT_NAMES}")
-    return _resource(f"{name}.schema.json")
+    return prompt_file(f"{name}.schema.json")
 
 
 def load_schema(name: str) -> dict[str, Any]:
@@ -410,10 +418,7 @@ class _Answer:
 
 def _decode(text: str, keys: tuple[str, ...]) -> tuple[_Answer, str | None]:
     """The answer's top-level fields and, when it could not be read whole, the cause."""
-    body = text.strip() if isinstance(text, str) else ""
-    fence = _FENCE.match(body)
-    if fence:
-        body = fence.group(1).strip()
+    body = unfenced(text) if isinstance(text, str) else ""
     if not body:
         return _Answer({}, False), "empty output"
     try:

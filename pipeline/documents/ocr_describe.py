@@ -13,17 +13,16 @@ from __future__ import annotations
 import base64
 import functools
 import json
-import re
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
+
+from pipeline.claims import llm_io
 
 KINDS = ("photo", "whiteboard", "diagram", "chart", "screenshot", "slide", "scan", "other")
 # What the schema allows; a longer description is a model that ignored it, cut rather than refused.
 DESCRIPTION_MAX_CHARS = 1200
 # The OCR text shown to the model is cut here: it only has to know what is already read.
 _OCR_CONTEXT_CHARS = 2000
-_FENCE = re.compile(r"^```[a-zA-Z]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -37,18 +36,14 @@ class DescriptionFailed:
     cause: str
 
 
-def _resource(filename: str) -> str:
-    return resources.files("pipeline").joinpath("prompts", filename).read_text(encoding="utf-8")
-
-
 @functools.cache
 def prompt() -> str:
-    return _resource("describe.md")
+    return llm_io.prompt_file("describe.md")
 
 
 def schema() -> dict[str, Any]:
     """The answer's JSON Schema (a fresh copy: callers may hand it to an engine's guided decoding)."""
-    return json.loads(_resource("describe.schema.json"))
+    return json.loads(llm_io.prompt_file("describe.schema.json"))
 
 
 def describe_messages(image: bytes, mime: str, *, filename: str, ocr_text: str) -> list[dict[str, Any]]:
@@ -64,10 +59,7 @@ def describe_messages(image: bytes, mime: str, *, filename: str, ocr_text: str) 
 
 def parse_description(text: str) -> Description | DescriptionFailed:
     """The model's answer as a description, or why it cannot be one."""
-    body = text.strip()
-    fenced = _FENCE.match(body)
-    if fenced:
-        body = fenced.group(1).strip()
+    body = llm_io.unfenced(text)
     try:
         answer = json.loads(body)
     except json.JSONDecodeError as err:

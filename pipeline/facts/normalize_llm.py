@@ -29,7 +29,6 @@ import json
 import re
 from dataclasses import replace
 from datetime import UTC, date, datetime
-from importlib import resources
 from typing import Any
 
 from pipeline.claims import llm_io
@@ -51,18 +50,14 @@ _NAME_WORDS = 8
 
 # --- prompt and schema ---------------------------------------------------------------------------
 
-def _resource(filename: str) -> str:
-    return resources.files("pipeline").joinpath("prompts", filename).read_text(encoding="utf-8")
-
-
 @functools.cache
 def load_prompt() -> str:
-    return _resource(f"{PROMPT_NAME}.md")
+    return llm_io.prompt_file(f"{PROMPT_NAME}.md")
 
 
 @functools.cache
 def schema_text() -> str:
-    return _resource(f"{PROMPT_NAME}.schema.json")
+    return llm_io.prompt_file(f"{PROMPT_NAME}.schema.json")
 
 
 def load_schema() -> dict[str, Any]:
