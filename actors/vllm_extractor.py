@@ -4,12 +4,19 @@
 `ray.data.llm` processors (`build_processor` over a `vLLMEngineProcessorConfig`), one vLLM engine per
 GPU. Prompts, schemas and parsing are `pipeline/claims/llm_io.py`'s, shared with the `openai` backend.
 
-Rows in: `ctx_json` (`llm_io.ctx_to_json`), and for Claimify also `selection_json`. Rows out of the
-postprocess: those columns, then `selection_json` + `selection_text` (Selection) or `claimify_json`
-+ `claimify_text` (Claimify), with `tokens_in`, `tokens_out` and `device_seconds`. The ChunkContext
-carries `version_id` and `chunk_ord`, the row's key. With `should_continue_on_error=True` a row the
-engine fails on skips the postprocess and comes out with Ray's `__inference_error__` column set;
+Rows in: `ctx_json` (`llm_io.ctx_to_json`) and `reports_json`, and for Claimify also
+`selection_json`. Rows out of the postprocess: those columns, then `selection_json` +
+`selection_text` (Selection) or `claimify_json` + `claimify_text` (Claimify), with `tokens_in`,
+`tokens_out` and `device_seconds`. The ChunkContext carries `version_id` and `chunk_ord`, the row's
+key. With `should_continue_on_error=True` a row the engine fails on skips the postprocess and comes
+out with Ray's `__inference_error__` column set; Ray's engine stage passes such a row by, and so
+does the Claimify preprocess, so a chunk Selection failed on reaches the end with that error.
 `selection_from_row` / `claimify_from_row` turn both kinds of row into results and costs.
+
+A row with no `ctx_json` is a *carrier*: when the extraction runs as stages of the import
+(`actors/llm_stage.py`), it carries the report rows of a batch of documents (`reports_json`) past
+the processors to the driver. A map cannot drop or hold back a row, so a carrier makes a one-token
+request whose answer is not read.
 
 Structured outputs, as Ray 2.60 forwards them: the vLLM engine stage
 (`ray/llm/_internal/batch/stages/vllm_engine_stage.py`, `_prepare_llm_request`) pops
@@ -143,13 +150,28 @@ def _sampling_params(step: str, max_tokens: int, temperature: float) -> dict[str
             "structured_outputs": {"json": json.dumps(llm_io.load_schema(step))}}
 
 
+# What a carrier asks: one token, no schema; its answer is not read.
+_CARRIER_REQUEST = {"messages": [{"role": "user", "content": "."}],
+                    "sampling_params": {"temperature": 0.0, "max_tokens": 1}}
+
+
+def is_carrier(row: dict[str, Any]) -> bool:
+    return not row.get("ctx_json")
+
+
 def selection_preprocess(row: dict[str, Any], *, max_tokens: int, temperature: float) -> dict[str, Any]:
+    if is_carrier(row):
+        return dict(_CARRIER_REQUEST)
     ctx = llm_io.ctx_from_json(row["ctx_json"])
     return {"messages": llm_io.selection_messages(ctx),
             "sampling_params": _sampling_params("selection", max_tokens, temperature)}
 
 
 def claimify_preprocess(row: dict[str, Any], *, max_tokens: int, temperature: float) -> dict[str, Any]:
+    if inference_error(row):
+        return {}   # Selection failed on it: the engine stage and the postprocess pass it by
+    if is_carrier(row):
+        return dict(_CARRIER_REQUEST)
     ctx = llm_io.ctx_from_json(row["ctx_json"])
     selection = llm_io.selection_from_json(row["selection_json"])
     # A map cannot drop a row, so a chunk with nothing kept still makes a request; one token keeps it
@@ -168,31 +190,38 @@ def _usage(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def selection_postprocess(row: dict[str, Any]) -> dict[str, Any]:
-    ctx = llm_io.ctx_from_json(row["ctx_json"])
     text = row.get("generated_text") or ""
-    return {"ctx_json": row["ctx_json"],
-            "selection_json": llm_io.selection_to_json(llm_io.parse_selection(ctx, text)),
-            "selection_text": text, **_usage(row)}
+    if is_carrier(row):
+        selection = None
+    else:
+        selection = llm_io.selection_to_json(llm_io.parse_selection(llm_io.ctx_from_json(row["ctx_json"]), text))
+    return {"ctx_json": row.get("ctx_json"), "reports_json": row.get("reports_json"),
+            "selection_json": selection, "selection_text": text, **_usage(row)}
 
 
 def claimify_postprocess(row: dict[str, Any]) -> dict[str, Any]:
-    ctx = llm_io.ctx_from_json(row["ctx_json"])
-    selection = llm_io.selection_from_json(row["selection_json"])
     text = row.get("generated_text") or ""
-    return {"ctx_json": row["ctx_json"], "selection_json": row["selection_json"],
-            "claimify_json": llm_io.claimify_to_json(llm_io.parse_claimify(ctx, selection, text)),
-            "claimify_text": text, **_usage(row),
+    if is_carrier(row):
+        claimify = None
+    else:
+        ctx = llm_io.ctx_from_json(row["ctx_json"])
+        selection = llm_io.selection_from_json(row["selection_json"])
+        claimify = llm_io.claimify_to_json(llm_io.parse_claimify(ctx, selection, text))
+    return {"ctx_json": row.get("ctx_json"), "reports_json": row.get("reports_json"),
+            "selection_json": row.get("selection_json"), "claimify_json": claimify, "claimify_text": text,
+            **_usage(row),
             # the Selection request's usage, carried so both calls reach the cost ledger
             **{f"selection_{k}": row.get(k) or 0 for k in ("tokens_in", "tokens_out", "device_seconds")}}
 
 
-def _error(row: dict[str, Any]) -> str | None:
+def inference_error(row: dict[str, Any]) -> str | None:
+    """Why the engine gave a row no answer (it then skipped the postprocess); None for an answered row."""
     error = row.get("__inference_error__")
     return f"inference error: {' '.join(str(error).split())[:300]}" if error else None
 
 
 def _cost(row: dict[str, Any], model: str) -> CallCost:
-    if _error(row):     # the row skipped the postprocess, which writes the usage columns
+    if inference_error(row):     # the row skipped the postprocess, which writes the usage columns
         return CallCost(backend=BACKEND, model=model, calls=1)
     return CallCost(backend=BACKEND, model=model, calls=1, tokens_in=int(row["tokens_in"]),
                     tokens_out=int(row["tokens_out"]), device_seconds=float(row["device_seconds"]))
@@ -201,7 +230,7 @@ def _cost(row: dict[str, Any], model: str) -> CallCost:
 def selection_from_row(row: dict[str, Any], model: str) -> tuple[ChunkContext, SelectionResult, CallCost]:
     """A Selection processor's output row as results; a failed row keeps its targets flagged."""
     ctx = llm_io.ctx_from_json(row["ctx_json"])
-    error = _error(row)
+    error = inference_error(row)
     selection = (llm_io.selection_fallback(ctx, error) if error
                  else llm_io.selection_from_json(row["selection_json"]))
     return ctx, selection, _cost(row, model)
@@ -212,7 +241,7 @@ def claimify_from_row(row: dict[str, Any], model: str
     """A Claimify processor's output row as results; a failed row omits its kept statements."""
     ctx = llm_io.ctx_from_json(row["ctx_json"])
     selection = llm_io.selection_from_json(row["selection_json"])
-    error = _error(row)
+    error = inference_error(row)
     result = (llm_io.claimify_fallback(selection, error) if error
               else llm_io.claimify_from_json(row["claimify_json"]))
     return ctx, selection, result, _cost(row, model)

@@ -29,8 +29,8 @@ from typing import Any
 from actors.vllm_extractor import (
     BACKEND,
     VLLMExtractorConfig,
-    _error,
     _processor_config,
+    inference_error,
     _usage,
 )
 from pipeline.claims.extraction import CallCost
@@ -75,11 +75,6 @@ def normalize_preprocess(row: dict[str, Any], *, max_tokens: int, temperature: f
 def normalize_postprocess(row: dict[str, Any]) -> dict[str, Any]:
     return {**{k: row.get(k) for k in INPUT_COLUMNS}, "normalize_text": row.get("generated_text") or "",
             **_usage(row)}
-
-
-def inference_error(row: dict[str, Any]) -> str | None:
-    """Why the engine gave a row no answer (it then skipped the postprocess); None for an answered row."""
-    return _error(row)
 
 
 def from_row(row: dict[str, Any]) -> tuple[list[list[Assertion]], list[str]]:

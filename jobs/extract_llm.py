@@ -1,16 +1,21 @@
-"""The `vllm` extraction pass: versions the import left with `extract_claims` pending, through the
-Selection and Claimify processors on GPU replicas, into claims.
+"""The `vllm` extraction: chunks through the Selection and Claimify processors on GPU replicas,
+into claims.
 
-    pending versions ─► LoadContexts ─► Selection ─► Claimify ─► LandClaims
+    written documents ─► LoadContexts ─► Selection ─► Claimify ─► LandClaims
 
-It runs after the import's main pipeline (so the GPUs serve one processor at a time on a small
-cluster) and again on its own to finish an interrupted pass: a chunk already landed is not read
-again. A chunk the engine fails on (Ray's `__inference_error__`) goes through the processor again
-under the import's `RetryPolicy`, the rule every call out of the process follows
-(`actors/retries.py`); a version with a chunk that fails every attempt is `dead_letter` at
-`extract_claims` with the reason, and its other chunks stay landed for `corpusmem retry`. Each
-processor's answers are gathered before the next one reads them, a group of versions at a time,
-so that a failed row is never handed to the next step.
+Where the cluster has a GPU for each processor's replicas beside the embedders, these are stages
+of the import (`stages`, after `write`): chunks are read by the model while later documents are
+still being embedded, and the report rows ride along to the driver. On a smaller cluster they run
+as a pass after the import's main pipeline (`run`), so the GPUs serve one processor at a time.
+
+The pass after the pipeline also finishes what the stages left: a chunk the engine failed on
+(Ray's `__inference_error__`), or the versions an interrupted run left; a chunk already landed is
+not read again. There a failed chunk goes through the processor again under the import's
+`RetryPolicy`, the rule every call out of the process follows (`actors/retries.py`); a version
+with a chunk that fails every attempt is `dead_letter` at `extract_claims` with the reason, and its
+other chunks stay landed for `corpusmem retry`. Each processor's answers are gathered before the
+next one reads them, a group of versions at a time, so that a failed row is never handed to the
+next step.
 
 Each chunk's Claimify sees the names its own Selection noted; unlike the `rules` and `openai`
 backends it does not see those of earlier chunks, since the chunks of one document are read in
@@ -19,6 +24,7 @@ parallel.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +34,7 @@ from actors.embedder import ModelNotFound
 from actors.extractor import ExtractorConfig, ExtractorUnavailable
 from actors.llm_stage import CONTEXT_SCHEMA
 from actors.retries import GaveUp, RetryPolicy
+from actors.vllm_extractor import inference_error
 from jobs import stages
 from jobs.stages import Embedding, Run
 from pipeline.claims import llm_io
@@ -48,6 +55,18 @@ class LlmPass:
     model_label: str        # the model's name in the cost ledger
     select: Step
     claimify: Step
+    gpus: int = 0           # GPUs both processors' replicas hold at once
+
+    def streams(self, resources: dict[str, float], embedding: Embedding, workers: int) -> bool:
+        """Whether the extraction runs as stages of the import on the cluster of `resources`: only
+        where its replicas and the embedders all hold a GPU at once (otherwise the stages would
+        wait for each other's GPUs for ever)."""
+        return resources.get("GPU", 0) >= self.gpus + (workers if embedding.gpu else 0)
+
+    def stages(self, run: Run, embedding: Embedding) -> list:
+        """The extraction as stages after `write`: the writer's report rows in, report rows out."""
+        return [stages.load_contexts(run, self.extractor), self.select, self.claimify,
+                stages.land_claims(run, extractor=self.extractor, model_label=self.model_label, embedding=embedding)]
 
 
 def for_extractor(extractor: ExtractorConfig, resources: dict[str, float]) -> LlmPass | None:
@@ -73,35 +92,39 @@ def vllm_pass(model_path: str) -> LlmPass:
     )
 
     config = VLLMExtractorConfig(model_path=model_path)
+    replicas = config.concurrency if isinstance(config.concurrency, int) else config.concurrency[1]
     return LlmPass(extractor_version(config), config.model_name, build_selection_processor(config),
-                   build_claimify_processor(config))
+                   build_claimify_processor(config), gpus=2 * replicas)
 
 
-def run(run: Run, llm: LlmPass, embedding: Embedding) -> dict[str, Any]:
-    """Counts of what landed, and `dead_letter`: (version, why) for each version given up on."""
+def run(run: Run, llm: LlmPass, embedding: Embedding, *, streamed: bool = False) -> dict[str, Any]:
+    """Counts of what landed, and `dead_letter`: (version, why) for each version given up on.
+    `streamed`: the extraction ran as stages of this run, which were a chunk's first attempt, so a
+    chunk left pending gets one attempt fewer here (at least one)."""
     import ray
 
     with store.connect(run.dsn) as conn:
         pending = claims_queries.pending_extraction(conn)
+    retry = dataclasses.replace(run.retry, attempts=max(1, run.retry.attempts - 1)) if streamed else run.retry
+    attempts = retry.attempts + streamed
     load = stages.load_contexts(run, llm.extractor)
     land = stages.land_claims(run, extractor=llm.extractor, model_label=llm.model_label, embedding=embedding)
     totals: dict[str, Any] = {"versions": len(pending), "chunks": 0, "claims": 0, "ledger_rows": 0, "dead_letter": []}
     for start in range(0, len(pending), VERSIONS_PER_GROUP):
         group = pending[start:start + VERSIONS_PER_GROUP]
         contexts = load(ray.data.from_items([{"version_id": v} for v in group]))
-        selected, failed = through(llm.select, contexts, CONTEXT_SCHEMA.names, run.retry)
-        claimified, failed_too = (through(llm.claimify, ray.data.from_items(selected), list(selected[0]), run.retry)
+        selected, failed = through(llm.select, contexts, CONTEXT_SCHEMA.names, retry)
+        claimified, failed_too = (through(llm.claimify, ray.data.from_items(selected), list(selected[0]), retry)
                                   if selected else ([], {}))
         if claimified:
             for batch in land(ray.data.from_items(claimified)).iter_batches(batch_size=None, batch_format="pyarrow"):
-                totals["chunks"] += batch.num_rows
-                totals["claims"] += sum(batch.column("claims").to_pylist())
-                totals["ledger_rows"] += sum(batch.column("ledger_rows").to_pylist())
-        failures = sorted((v, str(GaveUp(run.retry.attempts, why))) for v, why in {**failed, **failed_too}.items())
+                for name in ("chunks", "claims", "ledger_rows"):
+                    totals[name] += sum(batch.column(name).to_pylist())
+        failures = sorted((v, str(GaveUp(attempts, why))) for v, why in {**failed, **failed_too}.items())
         if failures:
             with store.connect(run.dsn) as conn:
                 for version_id, reason in failures:
-                    runs.dead_letter_stage(conn, "extract_claims", [version_id], run.retry.attempts, reason)
+                    runs.dead_letter_stage(conn, "extract_claims", [version_id], attempts, reason)
             totals["dead_letter"] += failures
     return totals
 
@@ -118,13 +141,12 @@ def through(step: Step, ds, inputs: list[str], retry: RetryPolicy) -> tuple[list
         again, errors = [], {}
         for batch in step(ds).iter_batches(batch_size=None, batch_format="pyarrow"):
             for row in batch.to_pylist():
-                error = row.get("__inference_error__")
+                error = inference_error(row)
                 if not error:
                     answered.append({k: v for k, v in row.items() if not k.startswith("__")})
                     continue
                 again.append({k: row[k] for k in inputs})
-                errors[llm_io.ctx_from_json(row["ctx_json"]).version_id] = (
-                    f"inference error: {' '.join(str(error).split())[:300]}")
+                errors[llm_io.ctx_from_json(row["ctx_json"]).version_id] = error
         if not again:
             return answered, {}
         if attempt == retry.attempts:

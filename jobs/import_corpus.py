@@ -1,7 +1,7 @@
 """`corpusmem import`: a Ray Data pipeline from files, folders and archives into the authority.
 
     source ─► ingest ─► convert ─► structure ─► chunk ─► extract ─► embed ─► write
-           ─► [the LLM pass] ─► the facts phase
+           ─► [the LLM extraction] ─► [the LLM pass] ─► the facts phase
 
 A source (`jobs/sources.py`: folders and archives, queued versions, a vector store) yields the
 documents as a Ray Dataset; the stages (`jobs/stages.py`) are declared once, each with the
@@ -17,6 +17,7 @@ Also runnable as a Ray job: `ray job submit --working-dir . -- python -m jobs.im
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from dataclasses import dataclass
@@ -73,10 +74,7 @@ def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmP
     llm = llm or extract_llm.for_extractor(options.extractor, resources)
     embedding = Embedding.for_cluster(model, resources, options.workers, device=settings.embedding_device,
                                       batch_size=settings.embed_batch)
-    # With an LLM pass, claims come from that pass after the main pipeline.
-    pipeline = DocumentStages.of(None if llm is not None else options.extractor, embedding,
-                                 workers=options.workers, target_chars=settings.chunk_target_chars,
-                                 ocr=OcrPool.of(settings, resources, options.workers if embedding.gpu else 0))
+    pipeline = _document_stages(options, settings, resources, embedding, llm)
     authority = store.open_store(settings, embedding_model=model.pin, embedding_dim=model_dimension(model),
                                  build_revision=runtime.build_revision())
     run = _start_run(authority.dsn, options, settings)
@@ -88,8 +86,8 @@ def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmP
         progress = Progress(report, reading.total, enabled=options.progress)
         if reading.total != 0:
             progress.follow(pipeline(run, reading.dataset(), ingested=reading.ingested))
-        if llm is not None:
-            report.add_llm_pass(extract_llm.run(run, llm, embedding))
+        if llm is not None:   # what its stages left, or the whole extraction where they are not in the pipeline
+            report.add_llm_pass(extract_llm.run(run, llm, embedding, streamed=pipeline.extraction is not None))
         progress.close()
         runs.end_pipeline(owner, run.run_id)
         if _wait_for_pipelines(owner, run.run_id, report, wait=options.wait_for_facts):
@@ -101,6 +99,17 @@ def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmP
     finally:
         _finish(owner, report, progress, started=started, started_at=started_at, pipeline_started=pipeline_started)
     return report
+
+
+def _document_stages(options: ImportOptions, settings: Settings, resources: dict[str, float], embedding: Embedding,
+                     llm: extract_llm.LlmPass | None) -> DocumentStages:
+    """The stages the run's documents go through. With the LLM, the claims come from its stages
+    after `write` where the cluster has the GPUs for them, else from its pass after the pipeline."""
+    streams = llm is not None and llm.streams(resources, embedding, options.workers)
+    return DocumentStages.of(None if llm is not None else options.extractor, embedding,
+                             workers=options.workers, target_chars=settings.chunk_target_chars,
+                             ocr=OcrPool.of(settings, resources, options.workers if embedding.gpu else 0),
+                             extraction=functools.partial(llm.stages, embedding=embedding) if streams else None)
 
 
 def _start_run(dsn: str, options: ImportOptions, settings: Settings) -> Run:

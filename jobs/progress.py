@@ -23,9 +23,11 @@ class Progress:
         are small, so the driver's memory does not grow with the corpus."""
         report, bar = self.report, self.bar
         for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
+            documents = 0
             for row in batch.to_pylist():
                 report.add(row)
-            bar.update(batch.num_rows)
+                documents += row["outcome"] != records.EXTRACTED
+            bar.update(documents)
             bar.set_postfix(chunks=report.chunks, failed=report.outcomes[records.FAILED], refresh=False)
             metrics.set_gauge("corpusmem_items_in_flight", max(0, (bar.total or 0) - bar.n), run_id=report.run_id)
         metrics.set_gauge("corpusmem_items_in_flight", 0, run_id=report.run_id)

@@ -106,6 +106,11 @@ class RunReport:
     nodes: dict[str, dict[str, int]] = field(default_factory=dict)  # `runtime.placements`
 
     def add(self, row: dict[str, Any]) -> None:
+        if row["outcome"] == records.EXTRACTED:   # the LLM stages' claims, not a document
+            self.claims += row["claims"]
+            self.ledger_rows += row["ledger_rows"]
+            self.stage_seconds["extract"] += row["s_extract"] or 0.0
+            return
         self.seen += 1
         outcome = row["outcome"]
         self.outcomes[outcome] += 1
@@ -127,8 +132,8 @@ class RunReport:
             self.stage_seconds[stage] += row[f"s_{stage}"] or 0.0
 
     def add_llm_pass(self, landed: dict[str, Any]) -> None:
-        """The counts of the LLM pass (`jobs.extract_llm.run`): its claims, and the versions it
-        gave up on as failures at `extract_claims`."""
+        """The counts of the LLM pass that follows the pipeline (`jobs.extract_llm.run`): its
+        claims, and the versions it gave up on as failures at `extract_claims`."""
         self.claims += landed["claims"]
         self.ledger_rows += landed["ledger_rows"]
         self.failures += [{"item": version_id, "stage": "extract_claims", "error": why}

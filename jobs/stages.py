@@ -6,9 +6,10 @@ Ray runs it with).
 
 `ingest` is left out for a source whose rows are versions already in the authority (queued
 versions); `ocr` when OCR is off (CORPUSMEM_OCR_WORKERS=0); `extract` when the claims come from
-the LLM pass (`jobs/extract_llm.py`), which reads what `write` landed, through its own stages
-(`load_contexts`, the Selection and Claimify processors, `land_claims`). Ray names each stage after
-its UDF (`MapBatches(Ingest)`, ...), which is what the dashboard shows.
+the LLM extraction (`jobs/extract_llm.py`), which reads what `write` landed through its own stages
+(`load_contexts`, the Selection and Claimify processors, `land_claims`): after `write` in this
+list where the cluster has the GPUs for it, else in a pass after the pipeline. Ray names each
+stage after its UDF (`MapBatches(Ingest)`, ...), which is what the dashboard shows.
 """
 
 from __future__ import annotations
@@ -82,8 +83,9 @@ class Stage:
         return ds.map_batches(self.udf(), **self.map_batches_kwargs())
 
 
-def apply(stages: Sequence[Stage], ds):
-    """`ds` through `stages`, in order (lazily: nothing runs until the rows are read)."""
+def apply(stages: Sequence[Callable[[Any], Any]], ds):
+    """`ds` through `stages` (each a `Stage`, or a processor of `ray.data.llm`: a Dataset in, a
+    Dataset out), in order (lazily: nothing runs until the rows are read)."""
     for stage in stages:
         ds = stage(ds)
     return ds
@@ -180,24 +182,28 @@ class DocumentStages:
     """The stages from a source's rows to report rows, as a run chose them."""
 
     target_chars: int                    # CORPUSMEM_CHUNK_TARGET_CHARS
-    extractor: ExtractorConfig | None    # None: the LLM pass extracts the claims after the pipeline
-    extractor_version: str | None        # what `write` records on the claims (None with the LLM pass)
+    extractor: ExtractorConfig | None    # None: the LLM extraction extracts the claims
+    extractor_version: str | None        # what `write` records on the claims (None with the LLM)
     embedding: Embedding
     workers: int                         # embedder actors
     ocr: OcrPool | None = None           # None: OCR is off
+    # the LLM extraction's stages after `write` (`LlmPass.stages`), or None: no LLM, or its pass
+    # follows the pipeline
+    extraction: Callable[[Run], Sequence[Callable[[Any], Any]]] | None = None
 
     @classmethod
     def of(cls, extractor: ExtractorConfig | None, embedding: Embedding, *, workers: int,
-           target_chars: int, ocr: OcrPool | None = None) -> DocumentStages:
+           target_chars: int, ocr: OcrPool | None = None,
+           extraction: Callable[[Run], Sequence[Callable[[Any], Any]]] | None = None) -> DocumentStages:
         """Builds the extractor once, so that one that cannot run refuses before anything is written."""
         version = build_extractor(extractor).version if extractor is not None else None
-        return cls(target_chars, extractor, version, embedding, workers, ocr)
+        return cls(target_chars, extractor, version, embedding, workers, ocr, extraction)
 
     def __call__(self, run: Run, documents, *, ingested: bool):
         """A source's `documents` through the stages (lazily: nothing runs until they are read)."""
         return apply(self.stages(run, ingested=ingested), documents)
 
-    def stages(self, run: Run, *, ingested: bool) -> list[Stage]:
+    def stages(self, run: Run, *, ingested: bool) -> list[Callable[[Any], Any]]:
         """`ingested`: the rows are versions already in the authority."""
         b, embedding, ocr = run.batch_size, self.embedding, self.ocr
         return [
@@ -218,20 +224,25 @@ class DocumentStages:
             Stage(Write, b, fn_constructor_kwargs={"dsn": run.dsn, "object_store": run.object_store,
                                                    "run_id": run.run_id, "extractor": self.extractor_version,
                                                    "retry": run.retry}, resident=1, num_cpus=DB_STAGE_CPUS),
+            *(self.extraction(run) if self.extraction is not None else []),
         ]
 
 
 def load_contexts(run: Run, extractor: str) -> Stage:
-    """The LLM pass's first stage: versions to the contexts of their chunks not yet extracted."""
+    """The LLM extraction's first stage: versions (or the writer's report rows) to the contexts of
+    their chunks not yet extracted."""
     return Stage(LoadContexts, run.batch_size, fn_constructor_kwargs={
         "dsn": run.dsn, "object_store": run.object_store, "extractor": extractor}, resident=1, num_cpus=DB_STAGE_CPUS)
 
 
 def land_claims(run: Run, *, extractor: str, model_label: str, embedding: Embedding) -> Stage:
-    """The LLM pass's last stage: the processors' answers through the grounding gate into claims."""
+    """The LLM extraction's last stage: the processors' answers through the grounding gate into
+    claims. It embeds them on CPU: the GPUs are the processors' and the embedders' (Ray hides them
+    from an actor that asks for none)."""
     return Stage(LandClaims, run.batch_size * 4, fn_constructor_kwargs={
         "dsn": run.dsn, "extractor": extractor, "model_label": model_label, "embed_model": embedding.model,
-        "embed_device": embedding.device, "embed_batch_size": embedding.batch_size}, actors=1, num_cpus=0.5)
+        "embed_device": "cpu" if embedding.gpu else embedding.device, "embed_batch_size": embedding.batch_size},
+        actors=1, num_cpus=0.5)
 
 
 def embedder_cpus(workers: int) -> float:

@@ -126,6 +126,9 @@ RESUME = "resume"          # the latest version, but an earlier run did not fini
 UNCHANGED = "unchanged"    # the latest version, finished: nothing to do
 PARKED = "parked"          # stored, but no converter route for its type
 FAILED = "failed"          # refused or failed; `error_stage` and `error` say where and why
+# Not a document: the claims the LLM extraction's stages landed for documents that have their own
+# report rows (`actors/llm_stage.py`); it counts claims, not documents.
+EXTRACTED = "extracted"
 
 STAGES = ("read", "ingest", "convert", "ocr", "structure", "chunk", "extract", "embed", "write")
 

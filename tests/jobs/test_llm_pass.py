@@ -1,4 +1,5 @@
-"""The `vllm` extraction pass end to end, with a stand-in engine in place of vLLM.
+"""The `vllm` extraction end to end, with a stand-in engine in place of vLLM: as stages of the
+import, and as the pass after the pipeline (which also retries what the stages left).
 
 The stand-in runs the real pre- and post-processing of `actors/vllm_extractor.py`; where vLLM
 would generate, it answers in the schema's format with what the `rules` backend decides. So the
@@ -56,32 +57,51 @@ def _claimify_answer(ctx, selection) -> str:
 
 
 def _engine(batch, *, step: str, answer_broken: bool = False):
+    """One processor as Ray runs it: the real preprocess, an answer, the real postprocess. A row
+    that failed before (`__inference_error__`) passes by the engine and the postprocess, as in
+    Ray's engine stage; a carrier's one-token answer is not read."""
+    preprocess, postprocess = ((vx.selection_preprocess, vx.selection_postprocess) if step == "selection"
+                               else (vx.claimify_preprocess, vx.claimify_postprocess))
     out = []
     for row in batch.to_pylist():
-        if step == "selection":
-            request = vx.selection_preprocess(row, max_tokens=512, temperature=0)
-            text = _selection_answer(llm_io.ctx_from_json(row["ctx_json"]))
-            done = vx.selection_postprocess({**row, **request, "generated_text": text,
-                                             "num_input_tokens": 300, "num_generated_tokens": 40})
+        request = preprocess(row, max_tokens=512, temperature=0)
+        if vx.inference_error(row):
+            out.append(row)
+            continue
+        if vx.is_carrier(row):
+            assert request["sampling_params"]["max_tokens"] == 1
+            text = "."
         else:
-            request = vx.claimify_preprocess(row, max_tokens=512, temperature=0)
-            ctx, selection = llm_io.ctx_from_json(row["ctx_json"]), llm_io.selection_from_json(row["selection_json"])
-            text = '{"drafts": [{"cited": ["P1"], "claim' if answer_broken else _claimify_answer(ctx, selection)
-            done = vx.claimify_postprocess({**row, **request, "generated_text": text,
-                                            "num_input_tokens": 500, "num_generated_tokens": 90})
-        assert request["sampling_params"]["structured_outputs"]["json"]  # the schema rides on every request
-        out.append(done)
+            assert request["sampling_params"]["structured_outputs"]["json"]  # the schema rides on every request
+            ctx = llm_io.ctx_from_json(row["ctx_json"])
+            if step == "selection":
+                text = _selection_answer(ctx)
+            else:
+                text = ('{"drafts": [{"cited": ["P1"], "claim' if answer_broken
+                        else _claimify_answer(ctx, llm_io.selection_from_json(row["selection_json"])))
+        tokens = (300, 40) if step == "selection" else (500, 90)
+        out.append(postprocess({**row, **request, "generated_text": text, "num_input_tokens": tokens[0],
+                                "num_generated_tokens": tokens[1]}))
+    return _table(out)
+
+
+def _table(rows: list[dict]):
+    """Rows of different columns (answered, failed) as one table, the missing ones null."""
     import pyarrow as pa
 
-    return pa.Table.from_pylist(out)
+    names = list(dict.fromkeys(k for row in rows for k in row))
+    return pa.Table.from_pylist([{k: row.get(k) for k in names} for row in rows])
 
 
-def _pass(**kw) -> LlmPass:
+def _pass(gpus: int = 0, **kw) -> LlmPass:
+    """The stand-in extraction; it holds no GPU, so it runs as stages of the import, unless
+    `gpus` asks for more than the cluster has (then as a pass after the pipeline)."""
     return LlmPass(extractor="vllm-1:stand-in:test", model_label="stand-in",
                    select=lambda ds: ds.map_batches(functools.partial(_engine, step="selection"),
                                                     batch_format="pyarrow"),
                    claimify=lambda ds: ds.map_batches(functools.partial(_engine, step="claimify", **kw),
-                                                      batch_format="pyarrow"))
+                                                      batch_format="pyarrow"),
+                   gpus=gpus)
 
 
 def _normalize_answer(row) -> str:
@@ -149,11 +169,15 @@ def _import(memory, path, llm, normalizer: StandInNormalizer):
     return run_import(options, settings, llm=llm)
 
 
-def test_the_llm_pass_lands_the_same_claims_the_rules_would(memory, ray_local, example_corpus, example_memory,
-                                                           stand_in_normalizer):
-    report = _import(memory, example_corpus, _pass(), stand_in_normalizer)
+@pytest.mark.parametrize("gpus", [0, 1], ids=["as stages of the import", "as a pass after the pipeline"])
+def test_the_llm_extraction_lands_the_same_claims_the_rules_would(memory, ray_local, example_corpus, example_memory,
+                                                                stand_in_normalizer, gpus):
+    report = _import(memory, example_corpus, _pass(gpus=gpus), stand_in_normalizer)
 
     assert report.counts["failed"] == 0 and report.claims > 50
+    # every document's report row reached the driver, through the processors when they are stages
+    assert report.counts["documents_seen"] == 11 and report.counts["new_versions"] == 11
+    assert (report.stage_seconds["extract"] > 0) == (gpus == 0)
     assert rows(memory, "SELECT claim_text FROM claims WHERE claim_text LIKE '%%agreed on 2026-03-03%%'") == [
         ("Ravi said that Dana and Ravi agreed on 2026-03-03 to move the cutover to June 8.",)]
     assert rows(memory, "SELECT DISTINCT extractor FROM claims") == [("vllm-1:stand-in:test",)]
@@ -268,6 +292,18 @@ def test_an_engine_that_fails_every_attempt_dead_letters_the_versions_with_the_r
     assert rows(memory, "SELECT count(*) FROM assertions") == [(0,)]
 
 
+def test_the_extraction_is_a_stage_of_the_import_only_where_every_processor_and_embedder_has_a_gpu():
+    from jobs.stages import Embedding
+
+    llm = _pass(gpus=2)     # one replica of each processor
+    on_gpus = Embedding(model=None, gpu=True, device="cuda", batch_size=256, threads=1)
+    on_cpus = Embedding(model=None, gpu=False, device="cpu", batch_size=64, threads=2)
+    assert llm.streams({"GPU": 3, "CPU": 16}, on_gpus, workers=1)
+    assert not llm.streams({"GPU": 2, "CPU": 16}, on_gpus, workers=1)   # the processors would wait for it
+    assert llm.streams({"GPU": 2, "CPU": 16}, on_cpus, workers=4)
+    assert not llm.streams({"CPU": 16}, on_cpus, workers=1)
+
+
 class FailingSteps:
     """A stand-in pass whose `step` fails every row for its first `failing` passes, as Ray's engine
     stage leaves a row it failed on: no postprocess, `__inference_error__` set, the inputs kept."""
@@ -276,10 +312,8 @@ class FailingSteps:
         self.step, self.failing, self.passes = step, failing, 0
 
     def _fail(self, batch):
-        import pyarrow as pa
-
-        return pa.Table.from_pylist([{**row, "__inference_error__": "RuntimeError: engine died\n  (worker 3)"}
-                                     for row in batch.to_pylist()])
+        return _table([{**row, "__inference_error__": "RuntimeError: engine died\n  (worker 3)"}
+                       for row in batch.to_pylist()])
 
     def llm(self) -> LlmPass:
         def run(step):

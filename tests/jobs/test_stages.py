@@ -3,6 +3,7 @@ what each source yields, and the facts phase's step timing. Unit tests: no Ray s
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from unittest import mock
 
@@ -39,6 +40,22 @@ def test_queued_versions_skip_ingest_and_the_llm_pass_takes_extract_out() -> Non
     stages = pipeline.stages(_RUN, ingested=True)
     assert _names(stages) == ["convert", "structure", "chunk", "Embed", "Write"]
     assert stages[-1].fn_constructor_kwargs["extractor"] is None
+
+
+def test_the_llm_extraction_where_it_streams_follows_write_in_the_same_list() -> None:
+    from jobs.extract_llm import LlmPass
+
+    def processor(ds):
+        return ds
+
+    llm = LlmPass(extractor="vllm-1:m:p", model_label="m", select=processor, claimify=processor, gpus=2)
+    pipeline = DocumentStages.of(None, _EMBEDDING, workers=1, target_chars=800,
+                                 extraction=functools.partial(llm.stages, embedding=_EMBEDDING))
+    stages = pipeline.stages(_RUN, ingested=False)
+    assert _names(stages[:6]) == ["Ingest", "convert", "structure", "chunk", "Embed", "Write"]
+    load, select, claimify, land = stages[6:]
+    assert (_names([load]), select, claimify, _names([land])) == (["LoadContexts"], processor, processor, ["LandClaims"])
+    assert load.fn_constructor_kwargs["extractor"] == land.fn_constructor_kwargs["extractor"] == "vllm-1:m:p"
 
 
 def test_an_extractor_that_cannot_run_refuses_when_the_stages_are_chosen() -> None:
