@@ -104,11 +104,11 @@ def test_two_imports_and_a_processor_end_with_the_rows_of_one_import(memory, ray
     # Every ingest waits on this lock until all three owners are running, so their work overlaps.
     gate = psycopg.connect(memory.dsn)
     gate.execute("LOCK TABLE content_objects IN EXCLUSIVE MODE")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")} | {"RAY_ADDRESS": "local"}
-    env.update(CORPUSMEM_DSN=memory.dsn, CORPUSMEM_OBJECT_STORE=memory.object_store_uri,
-               CORPUSMEM_HOME=str(memory.home))
-    # Each import starts its own local Ray: two imports' actor pools on the session's two CPUs
-    # would wait on each other's reservations.
+    # Both imports join the session's Ray, where the processor runs too: three drivers on one
+    # cluster, their resident stages sharing its two CPUs (as on a shared cluster).
+    env = {**os.environ, "RAY_ADDRESS": ray_local.get_runtime_context().gcs_address,
+           "CORPUSMEM_DSN": memory.dsn, "CORPUSMEM_OBJECT_STORE": memory.object_store_uri,
+           "CORPUSMEM_HOME": str(memory.home)}
     imports = [subprocess.Popen([sys.executable, "-m", "jobs.import_corpus", *map(str, part), "--modified-at-from",
                                  "path", "--batch-size", "4", "--no-progress"], cwd=ROOT, env=env,
                                 stdout=open(tmp_path / f"import-{n}.log", "w"), stderr=subprocess.STDOUT)

@@ -332,9 +332,10 @@ def test_a_killed_import_rerun_ends_with_exactly_the_rows_of_an_uninterrupted_on
                                        object_store=str(tmp_path / f"objects-{name}"))
 
     killed = memories["killed"]
-    env = {**os.environ, "CORPUSMEM_DSN": killed.dsn, "CORPUSMEM_OBJECT_STORE": killed.object_store_uri}
-    env["RAY_ADDRESS"] = "local"   # a Ray of its own, never the session's or a server's
-    # Its own session: killing the group takes the driver and the Ray it started, mid-flight.
+    # It joins the session's Ray (as `corpusmem import` joins a running cluster): killing its group
+    # kills the driver mid-flight, and Ray ends the workers of a job whose driver died, mid-write.
+    env = {**os.environ, "CORPUSMEM_DSN": killed.dsn, "CORPUSMEM_OBJECT_STORE": killed.object_store_uri,
+           "RAY_ADDRESS": ray_local.get_runtime_context().gcs_address}
     child = subprocess.Popen([sys.executable, "-m", "jobs.import_corpus", str(corpus), "--batch-size", "2",
                               "--modified-at-from", "path", "--no-progress"], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)

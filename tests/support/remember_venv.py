@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,10 +37,17 @@ def python312() -> str:
 
 
 def make_venv(venv: Path) -> str:
-    """A venv at `venv` with `remember==0.17.2` installed; its python."""
-    subprocess.run([python312(), "-m", "venv", str(venv)], check=True)
+    """A venv at `venv` with `remember==0.17.2` installed; its python. With uv (the dev extra
+    installs it) in a few seconds; else with the venv's own pip (about 15 s more)."""
+    uv = Path(sys.executable).parent / "uv"
     python = str(venv / "bin" / "python")
-    subprocess.run([python, "-m", "pip", "install", "-q", "remember==0.17.2"], check=True, timeout=600)
+    if uv.is_file():
+        subprocess.run([str(uv), "venv", "--quiet", "--python", python312(), str(venv)], check=True, timeout=120)
+        subprocess.run([str(uv), "pip", "install", "--quiet", "--python", python, "remember==0.17.2"], check=True,
+                       timeout=600)
+    else:
+        subprocess.run([python312(), "-m", "venv", str(venv)], check=True)
+        subprocess.run([python, "-m", "pip", "install", "-q", "remember==0.17.2"], check=True, timeout=600)
     return python
 
 
