@@ -44,8 +44,12 @@ def ocr_citation(alias: str) -> str:
     page it touches: `ocr.page`, `ocr.first_line`, `ocr.last_line`, all null for text that was
     not OCR'd. (A page is a section of its own, so a chunk, and a claim in it, never spans two.)
     `corpusmem claims` and the read API's evidence cite "page 3, lines 4–6" by this one rule."""
+    # The page first, then its lines by their key: a span's lines found among all of a version's
+    # by the span index alone cost 1 ms a claim on 300-page scans, against 0.03 ms this way.
     return ("LEFT JOIN LATERAL (SELECT l.page, min(l.line) AS first_line, max(l.line) AS last_line"
-            f" FROM ocr_lines l WHERE l.version_id = {alias}.version_id AND l.char_start < {alias}.char_end"
+            " FROM ocr_pages p JOIN ocr_lines l ON l.version_id = p.version_id AND l.page = p.page"
+            f" WHERE p.version_id = {alias}.version_id AND p.char_start < {alias}.char_end"
+            f" AND p.char_end > {alias}.char_start AND l.char_start < {alias}.char_end"
             f" AND l.char_end > {alias}.char_start GROUP BY l.page ORDER BY l.page LIMIT 1) ocr ON true")
 
 
