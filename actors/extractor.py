@@ -102,7 +102,8 @@ class Extract:
             metrics.observe("corpusmem_extract_batch_size", len(active), extractor=backend)
             metrics.observe("corpusmem_extract_batch_seconds", time.perf_counter() - started, extractor=backend)
         if active and cost_rows:
-            # One batch of calls served several versions; the batch's cost rides on its first row.
-            active[0]["costs"] = cost_rows
+            # One batch of calls served several versions; the batch's cost rides on its first row,
+            # beside what earlier stages charged it (the visual description).
+            active[0]["costs"] = [*(active[0]["costs"] or []), *cost_rows]
         records.share_seconds(rows, "extract", time.perf_counter() - started)
         return records.to_table(rows)

@@ -56,6 +56,18 @@ _OWNED_ENGINE_KWARGS = ("model", "tensor_parallel_size", "pipeline_parallel_size
                         "gpu_memory_utilization")
 
 
+def local_model_folder(value: object, setting: str, who: str) -> str:
+    """`value` (the setting `setting`) as the absolute path of a local model folder, or a
+    `ModelNotFound` naming the setting: vLLM is given a folder, never a name to download."""
+    if not value:
+        raise ModelNotFound(f"{setting} is not set: {who} needs a local model folder; nothing is downloaded")
+    path = Path(str(value)).expanduser()
+    if not (path / "config.json").is_file():
+        raise ModelNotFound(f"{setting}={value}: no model there (no config.json); give a local "
+                            "model folder, nothing is downloaded")
+    return str(path.resolve())
+
+
 class VLLMExtractorConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -84,14 +96,7 @@ class VLLMExtractorConfig(BaseModel):
     @field_validator("model_path", mode="before")
     @classmethod
     def _local_model(cls, value: object) -> str:
-        if not value:
-            raise ModelNotFound(f"{MODEL_SETTING} is not set: the vllm extractor needs a local model folder; "
-                                "nothing is downloaded")
-        path = Path(str(value)).expanduser()
-        if not (path / "config.json").is_file():
-            raise ModelNotFound(f"{MODEL_SETTING}={value}: no model there (no config.json); give a local "
-                                "model folder, nothing is downloaded")
-        return str(path.resolve())
+        return local_model_folder(value, MODEL_SETTING, "the vllm extractor")
 
     @field_validator("engine_kwargs")
     @classmethod

@@ -26,6 +26,7 @@ from typing import Any
 from actors.embedder import model_dimension
 from actors.extractor import BACKENDS, ExtractorConfig
 from actors.retries import RetryPolicy
+from jobs import describe as describing
 from jobs import extract_llm, facts, runtime, shutdown
 from jobs.progress import Progress
 from jobs.run_report import RunReport
@@ -63,10 +64,12 @@ class ImportOptions:
         return self.reads or Folders(self.paths, self.source)
 
 
-def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmPass | None = None) -> RunReport:
+def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmPass | None = None,
+               describe: describing.Describe | None = None) -> RunReport:
     """Import what `options` names into the memory named by `settings`; return the run report.
 
-    `llm` replaces the `vllm` pass's processors (tests drive the pass with a stand-in engine)."""
+    `llm` replaces the `vllm` pass's processors, `describe` the visual description's (tests drive
+    both with a stand-in engine)."""
     started, started_at = time.perf_counter(), time.time()
     resources = runtime.init_ray(quiet=options.quiet, job_name=job_name(options), keep=options.keep_ray)
     runtime.check_shared(settings)
@@ -74,7 +77,8 @@ def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmP
     llm = llm or extract_llm.for_extractor(options.extractor, resources)
     embedding = Embedding.for_cluster(model, resources, options.workers, device=settings.embedding_device,
                                       batch_size=settings.embed_batch)
-    pipeline = _document_stages(options, settings, resources, embedding, llm)
+    pipeline = _document_stages(options, settings, resources, embedding, llm,
+                                describe or describing.for_settings(settings, resources, options.batch_size))
     authority = store.open_store(settings, embedding_model=model.pin, embedding_dim=model_dimension(model),
                                  build_revision=runtime.build_revision())
     run = _start_run(authority.dsn, options, settings)
@@ -102,13 +106,14 @@ def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmP
 
 
 def _document_stages(options: ImportOptions, settings: Settings, resources: dict[str, float], embedding: Embedding,
-                     llm: extract_llm.LlmPass | None) -> DocumentStages:
+                     llm: extract_llm.LlmPass | None, describe: describing.Describe | None) -> DocumentStages:
     """The stages the run's documents go through. With the LLM, the claims come from its stages
     after `write` where the cluster has the GPUs for them, else from its pass after the pipeline."""
     streams = llm is not None and llm.streams(resources, embedding, options.workers)
     return DocumentStages.of(None if llm is not None else options.extractor, embedding,
                              workers=options.workers, target_chars=settings.chunk_target_chars,
                              ocr=OcrPool.of(settings, resources, options.workers if embedding.gpu else 0),
+                             describe=describe,
                              extraction=functools.partial(llm.stages, embedding=embedding) if streams else None)
 
 

@@ -75,6 +75,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CORPUSMEM_OCR_MIN_PDF_PAGE_CHARS", "ocr_min_pdf_page_chars", "20",
             "A PDF page whose text layer has fewer non-space characters is OCR'd (the other pages keep "
             "their text layer)."),
+    Setting("CORPUSMEM_DESCRIBE_MODEL", "describe_model", None,
+            "Visual description of OCR'd pages: a local vision-language model folder that vLLM serves on "
+            "the cluster's GPUs. Each image and scanned page then gets a description section after its "
+            "recognised text. Unset: off."),
     Setting("CORPUSMEM_EXTRACTOR", "extractor", "rules",
             "Claim extractor: `rules` (deterministic, CPU), `vllm` (GPU actors), `openai` (an "
             "OpenAI-compatible endpoint)."),
@@ -151,6 +155,7 @@ class Settings(BaseModel):
     ocr_batch: int = Field(ge=1, le=1024, description="CORPUSMEM_OCR_BATCH")
     ocr_max_pixels: int = Field(ge=10_000, description="CORPUSMEM_OCR_MAX_PIXELS")
     ocr_min_pdf_page_chars: int = Field(ge=0, description="CORPUSMEM_OCR_MIN_PDF_PAGE_CHARS")
+    describe_model: str | None = Field(default=None, description="CORPUSMEM_DESCRIBE_MODEL")
     extractor: str = Field(pattern="^(rules|vllm|openai)$", description="CORPUSMEM_EXTRACTOR")
     llm_model: str | None = Field(default=None, description="CORPUSMEM_LLM_MODEL")
     llm_base_url: str | None = Field(default=None, description="CORPUSMEM_LLM_BASE_URL")

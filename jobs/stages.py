@@ -2,13 +2,14 @@
 `ray.data.llm`'s processors: a processor is a list of stages, each stage its UDF and the arguments
 Ray runs it with).
 
-    [ingest] ─► convert ─► [ocr] ─► structure ─► chunk ─► [extract] ─► embed ─► write
+    [ingest] ─► convert ─► [ocr] ─► [describe] ─► structure ─► chunk ─► [extract] ─► embed ─► write
 
 `ingest` is left out for a source whose rows are versions already in the authority (queued
-versions); `ocr` when OCR is off (CORPUSMEM_OCR_WORKERS=0); `extract` when the claims come from
-the LLM extraction (`jobs/extract_llm.py`), which reads what `write` landed through its own stages
-(`load_contexts`, the Selection and Claimify processors, `land_claims`): after `write` in this
-list where the cluster has the GPUs for it, else in a pass after the pipeline. Ray names each
+versions); `ocr` when OCR is off (CORPUSMEM_OCR_WORKERS=0); `describe` unless
+CORPUSMEM_DESCRIBE_MODEL names a vision model (`jobs/describe.py`); `extract` when the claims come
+from the LLM extraction (`jobs/extract_llm.py`), which reads what `write` landed through its own
+stages (`load_contexts`, the Selection and Claimify processors, `land_claims`): after `write` in
+this list where the cluster has the GPUs for it, else in a pass after the pipeline. Ray names each
 stage after its UDF (`MapBatches(Ingest)`, ...), which is what the dashboard shows.
 """
 
@@ -187,6 +188,7 @@ class DocumentStages:
     embedding: Embedding
     workers: int                         # embedder actors
     ocr: OcrPool | None = None           # None: OCR is off
+    describe: Callable[[Any], Any] | None = None   # a Dataset → Dataset step (`jobs/describe.py`); None: off
     # the LLM extraction's stages after `write` (`LlmPass.stages`), or None: no LLM, or its pass
     # follows the pipeline
     extraction: Callable[[Run], Sequence[Callable[[Any], Any]]] | None = None
@@ -194,10 +196,11 @@ class DocumentStages:
     @classmethod
     def of(cls, extractor: ExtractorConfig | None, embedding: Embedding, *, workers: int,
            target_chars: int, ocr: OcrPool | None = None,
+           describe: Callable[[Any], Any] | None = None,
            extraction: Callable[[Run], Sequence[Callable[[Any], Any]]] | None = None) -> DocumentStages:
         """Builds the extractor once, so that one that cannot run refuses before anything is written."""
         version = build_extractor(extractor).version if extractor is not None else None
-        return cls(target_chars, extractor, version, embedding, workers, ocr, extraction)
+        return cls(target_chars, extractor, version, embedding, workers, ocr, describe, extraction)
 
     def __call__(self, run: Run, documents, *, ingested: bool):
         """A source's `documents` through the stages (lazily: nothing runs until they are read)."""
@@ -211,6 +214,7 @@ class DocumentStages:
             Stage(documents.convert, b, num_cpus=TASK_CPUS,
                   fn_kwargs={"ocr": OcrOptions(ocr.min_pdf_page_chars)} if ocr is not None else {}),
             *([ocr.stage()] if ocr is not None else []),
+            *([self.describe] if self.describe is not None else []),
             Stage(documents.structure, b, fn_kwargs={"target_chars": self.target_chars}, num_cpus=TASK_CPUS),
             Stage(documents.chunk, b, fn_kwargs={"target_chars": self.target_chars}, num_cpus=TASK_CPUS),
             *([Stage(Extract, b, fn_constructor_kwargs={"config": self.extractor, "retry": run.retry}, resident=1,

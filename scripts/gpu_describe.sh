@@ -1,55 +1,50 @@
 #!/usr/bin/env bash
-# Describe generated images (a diagram, a chart, a scanned page) with a vision-language model in
-# vLLM on this machine's GPU, through the prompt and parser of pipeline/documents/ocr_describe.py;
-# records the model's answers beside the hand-written ones of tests/fixtures/llm/describe.* and
-# prints what the parser made of each, with the time per image.
+# Import generated images and a scanned PDF with visual description on (CORPUSMEM_DESCRIBE_MODEL):
+# OCR, then the vision-language model in vLLM on this machine's GPU through the import's describe
+# step (actors/vllm_describer.py, a Ray Data LLM processor), then claims. Prints what the model
+# wrote for each page as it landed in document.md, records it beside the hand-written answers of
+# tests/fixtures/llm/describe.*, and reports the model's calls, tokens and seconds from the cost
+# ledger.
 #
-#   VLM_MODEL=/models/Qwen2.5-VL-7B-Instruct scripts/gpu_describe.sh
+#   CORPUSMEM_DESCRIBE_MODEL=/models/Qwen2.5-VL-7B-Instruct scripts/gpu_describe.sh
 #
-# VLM_MODEL (required): a local folder of a multimodal model vLLM serves (config.json, weights,
-#   tokenizer, processor); nothing is downloaded.
+# CORPUSMEM_DESCRIBE_MODEL (required): a local folder of a multimodal model vLLM serves
+#   (config.json, weights, tokenizer, processor); nothing is downloaded.
 # VENV: the virtual environment to create or reuse (default .venv-gpu, see scripts/gpu_venv.sh).
-# OUT: where the recorded answers go (default .corpusmem-gpu/describe-<time>).
+# CORPUSMEM_HOME: where the memory goes (default: a fresh folder under .corpusmem-gpu/).
+# OUT: where the corpus, the recorded descriptions and the report go (default
+#   .corpusmem-gpu/describe-<time>).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 
-if [ -z "${VLM_MODEL:-}" ]; then
-    echo "VLM_MODEL is not set: give a local multimodal model folder, e.g." >&2
-    echo "VLM_MODEL=/models/Qwen2.5-VL-7B-Instruct $0 ; nothing is downloaded" >&2
+if [ -z "${CORPUSMEM_DESCRIBE_MODEL:-}" ]; then
+    echo "CORPUSMEM_DESCRIBE_MODEL is not set: give a local multimodal model folder, e.g." >&2
+    echo "CORPUSMEM_DESCRIBE_MODEL=/models/Qwen2.5-VL-7B-Instruct $0 ; nothing is downloaded" >&2
     exit 2
 fi
-if [ ! -f "$VLM_MODEL/config.json" ]; then
-    echo "VLM_MODEL=$VLM_MODEL: no model there (no config.json)" >&2
+if [ ! -f "$CORPUSMEM_DESCRIBE_MODEL/config.json" ]; then
+    echo "CORPUSMEM_DESCRIBE_MODEL=$CORPUSMEM_DESCRIBE_MODEL: no model there (no config.json)" >&2
     exit 2
 fi
 . scripts/gpu_venv.sh
 
-OUT=${OUT:-$PWD/.corpusmem-gpu/describe-$(date -u +%Y%m%dT%H%M%SZ)}
-mkdir -p "$OUT"
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+export CORPUSMEM_HOME=${CORPUSMEM_HOME:-$PWD/.corpusmem-gpu/home-describe-$stamp}
+OUT=${OUT:-$PWD/.corpusmem-gpu/describe-$stamp}
+mkdir -p "$OUT/corpus" "$OUT/recorded"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
-"$PY" - "$VLM_MODEL" "$OUT" <<'PYEOF'
-import io
-import json
+# The corpus: a diagram, a chart, a receipt photographed as a JPEG, and a two-page scanned PDF
+# (images only, no text layer), drawn here so the run needs nothing but the model.
+"$PY" - "$OUT/corpus" <<'PYEOF'
 import sys
-import time
 from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
-from vllm import LLM, SamplingParams
-from vllm.sampling_params import StructuredOutputsParams
 
-from pipeline.documents.ocr_describe import describe_messages, parse_description, schema
-
-model, out = sys.argv[1], Path(sys.argv[2])
+out = Path(sys.argv[1])
 font = ImageFont.load_default(size=28)
-
-
-def png(image: Image.Image) -> bytes:
-    data = io.BytesIO()
-    image.save(data, "PNG")
-    return data.getvalue()
 
 
 def diagram() -> Image.Image:
@@ -80,29 +75,65 @@ def chart() -> Image.Image:
     return image
 
 
-def page() -> Image.Image:
+def page(lines: list[str]) -> Image.Image:
     image = Image.new("RGB", (1240, 1754), "white")
     draw = ImageDraw.Draw(image)
-    lines = ["ACME Hotels, Lisbon", "Receipt no. 4471, 12 May 2025", "Guest: Omar Haddad",
-             "Two nights, double room: EUR 318.00", "Paid by card."]
     for i, line in enumerate(lines):
         draw.text((100, 120 + i * 60), line, fill="black", font=font)
     return image
 
 
-images = {"diagram": diagram(), "chart": chart(), "receipt": page()}
-llm = LLM(model=model, limit_mm_per_prompt={"image": 1}, max_model_len=8192)
-params = SamplingParams(temperature=0.0, max_tokens=400,
-                        structured_outputs=StructuredOutputsParams(json=json.dumps(schema())))
-conversations = [describe_messages(png(image), "image/png", filename=f"{name}.png", ocr_text="")
-                 for name, image in images.items()]
-started = time.perf_counter()
-answers = llm.chat(conversations, params)
-seconds = time.perf_counter() - started
-for name, answer in zip(images, answers):
-    text = answer.outputs[0].text
-    (out / f"describe.{name}.json").write_text(text)
-    print(f"{name}: {parse_description(text)}")
-print(f"{len(images)} images described in {seconds:.1f} s ({seconds / len(images):.2f} s per image); "
-      f"answers recorded in {out}")
+diagram().save(out / "diagram.png")
+chart().save(out / "chart.png")
+page(["ACME Hotels, Lisbon", "Receipt no. 4471, 12 May 2025", "Guest: Omar Haddad",
+      "Two nights, double room: EUR 318.00", "Paid by card."]).save(out / "receipt.jpg", quality=90)
+minutes = [page(["Minutes of the platform council, 3 June 2025", "Present: Grace Liu (chair), Marco Rossi",
+                 "The council approved the OCR stage for scanned contracts."]),
+           page(["Signed:", "Grace Liu, chair"])]
+minutes[0].save(out / "minutes.pdf", "PDF", save_all=True, append_images=minutes[1:], resolution=150.0)
 PYEOF
+
+t0=$(date +%s.%N)
+"$VENV/bin/corpusmem" import "$OUT/corpus" | tee "$OUT/import.txt"
+t1=$(date +%s.%N)
+
+"$PY" - "$OUT" "$t0" "$t1" <<'PYEOF'
+import sys
+from pathlib import Path
+
+from actors.object_store import ObjectStore
+from jobs import runtime
+from sql.store import authority as store
+
+out, wall = Path(sys.argv[1]), float(sys.argv[3]) - float(sys.argv[2])
+settings = runtime.settings()
+marker = "\n### Description ("
+with store.connect(store.resolve_dsn(settings)) as conn:
+    documents = conn.execute(
+        "SELECT d.filename, r.object_key, r.converter_version FROM documents d JOIN versions v USING (doc_id)"
+        " JOIN representations r USING (version_id) ORDER BY d.filename").fetchall()
+    calls, tokens_in, tokens_out, seconds = conn.execute(
+        "SELECT coalesce(sum(calls), 0), coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0),"
+        " coalesce(sum(device_seconds), 0) FROM cost_ledger WHERE stage = 'describe'").fetchone()
+    claims = conn.execute("SELECT count(*) FROM claims").fetchone()[0]
+described = 0
+for filename, key, converter_version in documents:
+    markdown = ObjectStore(settings.object_store_uri).get(key).decode("utf-8")
+    (out / "recorded" / f"{filename}.md").write_text(markdown)
+    sections = markdown.count(marker)
+    described += sections
+    print(f"--- {filename} ({converter_version}): {sections} page(s) described")
+    for part in markdown.split(marker)[1:]:
+        print("### Description (" + part.split("\n## Page")[0].rstrip())
+report = "\n".join([
+    f"import wall time      {wall:.1f} s (includes starting Ray, OCR and loading the model)",
+    f"pages described       {described} in {len(documents)} documents",
+    f"describe calls        {calls} (one per document with recognised pages)",
+    f"tokens in / out       {tokens_in} / {tokens_out}",
+    f"engine seconds        {seconds:.1f} (per-request engine time summed; requests overlap)",
+    f"claims                {claims}",
+])
+print(report)
+(out / "report.txt").write_text(report + "\n")
+PYEOF
+echo "corpus, document.md of each document and the report: $OUT"

@@ -12,7 +12,17 @@ from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
+from fastapi import Header
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 from pydantic_core import PydanticCustomError
 
 
@@ -47,9 +57,27 @@ def utc_required(name: str) -> str:
     return f"{name} must be UTC (Z or +00:00)"
 
 
-def envelope(result: BaseModel) -> dict[str, Any]:
-    """A result as its route's JSON body: by alias (`from`), instants as strings."""
-    return result.model_dump(mode="json", by_alias=True)
+# The `Prefer` preference (RFC 7240) that asks for each claim's `ocr_citation`. It is asked for,
+# never sent unasked: the `remember` client's models forbid unknown keys, so one extra key on one
+# claim would make it refuse the whole answer.
+PREFER_OCR_CITATIONS = "ocr-citations"
+_OCR_CITATIONS = "ocr_citations"   # the serialisation context's key
+
+Prefer = Annotated[list[str] | None, Header(
+    description=f"RFC 7240 preferences; `{PREFER_OCR_CITATIONS}` adds each claim's `ocr_citation` "
+                "(page and lines of an OCR'd page, null for other text).")]
+
+
+def preferences(prefer: list[str] | None) -> set[str]:
+    """The preference tokens of `Prefer` headers (`a, b=1; x` → {"a", "b"}), lower case."""
+    return {p.split(";")[0].split("=")[0].strip().lower() for h in prefer or () for p in h.split(",")} - {""}
+
+
+def envelope(result: BaseModel, prefer: list[str] | None = None) -> dict[str, Any]:
+    """A result as its route's JSON body: by alias (`from`), instants as strings, each claim's
+    `ocr_citation` only when `prefer` asks for it."""
+    return result.model_dump(mode="json", by_alias=True,
+                             context={_OCR_CITATIONS: PREFER_OCR_CITATIONS in preferences(prefer)})
 
 
 Precision = Literal["unknown", "instant", "day", "month", "quarter", "year", "open"]
@@ -155,6 +183,14 @@ class EvidenceSpan(_Model):
     char_end: int = Field(ge=0)
 
 
+class OcrCitation(_Model):
+    """Where a claim's span lies on an OCR'd page: "page 3, lines 4–6"."""
+
+    page: int = Field(ge=1)
+    first_line: int = Field(ge=1)
+    last_line: int = Field(ge=1)
+
+
 class EvidenceResult(_Model):
     claim_id: UUID
     doc_id: UUID
@@ -175,6 +211,15 @@ class EvidenceResult(_Model):
     source_kind: str | None = None
     corroboration_count: int | None = Field(default=None, ge=1)
     grouped_claim_ids: tuple[UUID, ...] = ()
+    ocr_citation: OcrCitation | None = None   # sent only when asked for (`PREFER_OCR_CITATIONS`)
+
+    @model_serializer(mode="wrap")
+    def _ocr_citation_when_asked(self, handler: SerializerFunctionWrapHandler,
+                                 info: SerializationInfo) -> dict[str, Any]:
+        body = handler(self)
+        if not (info.context or {}).get(_OCR_CITATIONS):
+            body.pop("ocr_citation", None)
+        return body
 
 
 class FactEvidence(_Model):

@@ -52,7 +52,8 @@ def operation_router(pools: Pools, questions: Questions) -> APIRouter:
         return operations.descriptors()
 
     @router.post("/operations/{name}")
-    async def run_operation(name: str, arguments: Annotated[dict[str, Any], Body()] = None) -> dict[str, Any]:
+    async def run_operation(name: str, arguments: Annotated[dict[str, Any], Body()] = None,
+                            prefer: m.Prefer = None) -> dict[str, Any]:
         if name not in operations.NAMES:
             raise HTTPException(404, f"unknown operation {name!r}")
         args = operations.validate(name, arguments or {})
@@ -78,6 +79,6 @@ def operation_router(pools: Pools, questions: Questions) -> APIRouter:
                     claims_and_sources=await reads.claims_and_sources_context(
                         c, args["query"], vector=question, entity_ids=args.get("entity_ids"), at=at),
                     facts=await _facts(c, {**args, "k": 15, "evidence_per_fact": 3}, time, question, at=at))
-        return m.envelope(result)
+        return m.envelope(result, prefer)
 
     return router

@@ -43,16 +43,17 @@ def read_router(pools: Pools, questions: Questions) -> APIRouter:
             return m.envelope(await reads.lookup_observations(c, str(entity_id), k, question))
 
     @router.get("/hydrate/relation/{relation_id}")
-    async def hydrate_relation(relation_id: UUID) -> dict[str, Any]:
+    async def hydrate_relation(relation_id: UUID, prefer: m.Prefer = None) -> dict[str, Any]:
         async with pools.snapshot() as c:
-            return m.envelope(await reads.hydrate_relation(c, str(relation_id)))
+            return m.envelope(await reads.hydrate_relation(c, str(relation_id)), prefer)
 
     @router.get("/transcript/relation/{relation_id}")
     async def transcript_relation(relation_id: UUID) -> dict[str, Any]:
         async with pools.snapshot() as c:
             return m.envelope(await reads.transcript_relation(c, str(relation_id)))
 
-    async def search(what: str, query: str, k: int, channel: Channel) -> dict[str, Any]:
+    async def search(what: str, query: str, k: int, channel: Channel, prefer: list[str] | None = None
+                     ) -> dict[str, Any]:
         """Both forms of `/search/claims` and `/search/chunks`: the URL's (GET) and the body's (POST)."""
         if "\x00" in query:   # PostgreSQL text cannot hold one
             raise HTTPException(422, "query must not contain NUL characters")
@@ -61,12 +62,12 @@ def read_router(pools: Pools, questions: Questions) -> APIRouter:
         async with pools.snapshot("retrieval") as c:
             if question is not None:
                 question = await questions.in_space(c, query, question, pin)
-            return m.envelope(await reads.search(c, what, query, k, channel, question))
+            return m.envelope(await reads.search(c, what, query, k, channel, question), prefer)
 
     @router.get("/search/claims")
     async def search_claims(query: Annotated[str, Query(min_length=1)], k: Annotated[int, Query(ge=1, le=400)] = 10,
-                            channel: Channel = "semantic") -> dict[str, Any]:
-        return await search("claims", query, k, channel)
+                            channel: Channel = "semantic", prefer: m.Prefer = None) -> dict[str, Any]:
+        return await search("claims", query, k, channel, prefer)
 
     @router.get("/search/chunks")
     async def search_chunks(query: Annotated[str, Query(min_length=1)], k: Annotated[int, Query(ge=1, le=400)] = 10,
@@ -76,8 +77,8 @@ def read_router(pools: Pools, questions: Questions) -> APIRouter:
     # The same searches with the question in the body: a person's words stay out of URLs, access
     # logs and proxies. The GET forms stay for the `remember` client, which only has them.
     @router.post("/search/claims")
-    async def search_claims_body(body: m.SearchRequest) -> dict[str, Any]:
-        return await search("claims", body.query, body.k, body.channel)
+    async def search_claims_body(body: m.SearchRequest, prefer: m.Prefer = None) -> dict[str, Any]:
+        return await search("claims", body.query, body.k, body.channel, prefer)
 
     @router.post("/search/chunks")
     async def search_chunks_body(body: m.SearchRequest) -> dict[str, Any]:

@@ -197,7 +197,9 @@ def _split(blocks: list[TextBlock], axis: str) -> list[list[TextBlock]]:
     return parts
 
 
-def _escape(text: str) -> str:
+def escape_line(text: str) -> str:
+    """`text` as one Markdown line that stays a paragraph's line: whitespace runs as one space,
+    and a backslash before what would make it a heading or a rule."""
     text = " ".join(text.split())
     return "\\" + text if _MARKUP_LINE.match(text) else text
 
@@ -241,7 +243,7 @@ def build_document(pages: Iterable[Page]) -> Document:
         page_start = emit(f"## Page {page.number}\n")
         body_start, lines = at, 0
         if page.source == TEXT_LAYER:
-            text = "\n".join(_escape(t) for t in page.text.splitlines() if t.strip())
+            text = "\n".join(escape_line(t) for t in page.text.splitlines() if t.strip())
             if text:
                 emit("\n" + text + "\n")
         else:
@@ -249,7 +251,7 @@ def build_document(pages: Iterable[Page]) -> Document:
                 emit("\n")
                 for line in block.lines:
                     lines += 1
-                    text = _escape(line.text)
+                    text = escape_line(line.text)
                     start = emit(text)
                     emit("\n")
                     out_lines.append(_line_row(page, block_no, lines, start, start + len(text), line))

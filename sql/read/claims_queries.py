@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 
-from sql.read.read_queries import servable
+from sql.read.read_queries import ocr_citation, servable
 
 
 class DocumentNotFound(LookupError):
@@ -50,14 +50,6 @@ def latest_version(conn: psycopg.Connection, doc_id: str) -> tuple[str, str] | N
     return (str(row[0]), row[1]) if row else None
 
 
-# The OCR'd lines a span of a version's document.md covers, on the first page it touches:
-# (page, first line, last line), all null for text that was not OCR'd.
-_OCR_CITATION = (
-    "LEFT JOIN LATERAL (SELECT l.page, min(l.line) AS first_line, max(l.line) AS last_line FROM ocr_lines l"
-    " WHERE l.version_id = o.version_id AND l.char_start < o.char_end AND l.char_end > o.char_start"
-    " GROUP BY l.page ORDER BY l.page LIMIT 1) ocr ON true")
-
-
 def claims_of_version(conn: psycopg.Connection, version_id: str) -> list[tuple[Any, ...]]:
     """(char_start, char_end, claim_text, source_span, is_attributed, asserted_at, valid_from,
     valid_until, precision, kind, is_current_testimony, claim_id, page, first_line, last_line) of
@@ -66,7 +58,7 @@ def claims_of_version(conn: psycopg.Connection, version_id: str) -> list[tuple[A
         "SELECT o.char_start, o.char_end, c.claim_text, c.source_span, c.is_attributed, c.asserted_at,"
         " c.claim_valid_from, c.claim_valid_until, c.claim_valid_precision, c.claim_valid_kind,"
         " c.is_current_testimony, c.claim_id, ocr.page, ocr.first_line, ocr.last_line"
-        f" FROM claim_occurrences o JOIN claims c USING (claim_id) {_OCR_CITATION}"
+        f" FROM claim_occurrences o JOIN claims c USING (claim_id) {ocr_citation('o')}"
         " WHERE o.version_id = %s ORDER BY o.char_start, c.claim_text", (version_id,)).fetchall()
 
 

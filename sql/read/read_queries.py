@@ -38,6 +38,21 @@ def servable(kind: str, alias: str, column: str | None = None) -> str:
     return f"({columns}) IN (SELECT {key} FROM {view})"
 
 
+def ocr_citation(alias: str) -> str:
+    """A LATERAL join, `ocr`, naming the OCR'd lines that the span of the row `alias` (its
+    `version_id`, `char_start` and `char_end` in that version's document.md) covers, on the first
+    page it touches: `ocr.page`, `ocr.first_line`, `ocr.last_line`, all null for text that was
+    not OCR'd. (A page is a section of its own, so a chunk, and a claim in it, never spans two.)
+    `corpusmem claims` and the read API's evidence cite "page 3, lines 4–6" by this one rule."""
+    # The page first, then its lines by their key: a span's lines found among all of a version's
+    # by the span index alone cost 1 ms a claim on 300-page scans, against 0.03 ms this way.
+    return ("LEFT JOIN LATERAL (SELECT l.page, min(l.line) AS first_line, max(l.line) AS last_line"
+            " FROM ocr_pages p JOIN ocr_lines l ON l.version_id = p.version_id AND l.page = p.page"
+            f" WHERE p.version_id = {alias}.version_id AND p.char_start < {alias}.char_end"
+            f" AND p.char_end > {alias}.char_start AND l.char_start < {alias}.char_end"
+            f" AND l.char_end > {alias}.char_start GROUP BY l.page ORDER BY l.page LIMIT 1) ocr ON true")
+
+
 async def fetch(conn: Conn, sql: str, params: Any = None) -> list[tuple]:
     cur = await conn.execute(sql, params)
     return await cur.fetchall()
@@ -53,10 +68,14 @@ async def fetch_dicts(conn: Conn, sql: str, params: Any = None) -> list[dict[str
         await cur.execute(sql, params)
         return await cur.fetchall()
 
+# A claim as evidence, where it was said (`c`, `d`) and, through `ocr_citation('c')`, on which
+# OCR'd page and lines (null for text that was not OCR'd).
 _CLAIM_COLUMNS = (
     "c.claim_id, c.doc_id, c.chunk_id, c.claim_text, c.source_span, c.char_start, c.char_end, c.is_attributed,"
     " c.is_current_testimony, c.evidence_spans, c.asserted_at, c.claim_valid_from, c.claim_valid_until,"
-    " c.claim_valid_precision, c.claim_valid_kind, d.title AS document_title, d.source_kind")
+    " c.claim_valid_precision, c.claim_valid_kind, d.title AS document_title, d.source_kind,"
+    " CASE WHEN ocr.page IS NOT NULL THEN jsonb_build_object('page', ocr.page, 'first_line', ocr.first_line,"
+    " 'last_line', ocr.last_line) END AS ocr_citation")
 
 
 async def fact_evidence(conn: Conn, facts: list[tuple[str, str]], *, per_stance: int, cap: int
@@ -100,7 +119,7 @@ async def claims_in_order(conn: Conn, ids: list[str], kind: str = "claim") -> li
     """The claims among `ids` that are servable as `kind` (`claim`: current testimony;
     `visible_claim`: any testimony of a live document), in the given order."""
     return await fetch_dicts(conn, f"SELECT {_CLAIM_COLUMNS} FROM claims c JOIN documents d USING (doc_id)"
-                                   f" WHERE c.claim_id = ANY(%s::uuid[]) AND {servable(kind, 'c')}"
+                                   f" {ocr_citation('c')} WHERE c.claim_id = ANY(%s::uuid[]) AND {servable(kind, 'c')}"
                                    " ORDER BY array_position(%s::uuid[], c.claim_id)", (ids, ids))
 
 
@@ -152,7 +171,8 @@ async def fact_row(conn: Conn, fact_id: str) -> tuple | None:
 async def all_evidence(conn: Conn, fact_id: str) -> list[dict[str, Any]]:
     """Every claim of a live document behind the fact, current testimony or not."""
     return await fetch_dicts(conn, f"SELECT DISTINCT {_CLAIM_COLUMNS} FROM fact_evidence e JOIN claims c USING (claim_id)"
-                                   f" JOIN documents d ON d.doc_id = c.doc_id WHERE e.fact_id = %s"
+                                   f" JOIN documents d ON d.doc_id = c.doc_id {ocr_citation('c')}"
+                                   " WHERE e.fact_id = %s"
                                    f" AND {servable('visible_claim', 'c')}"
                                    " ORDER BY c.asserted_at NULLS LAST, c.claim_id", (fact_id,))
 

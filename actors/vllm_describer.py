@@ -1,0 +1,225 @@
+"""The visual description of OCR'd pages (CORPUSMEM_DESCRIBE_MODEL) as a Ray Data LLM processor
+on GPU replicas.
+
+`build_describe_processor(config, ...)` returns a `ray.data.llm` processor: `build_processor`
+over a `vLLMEngineProcessorConfig` whose `prepare_multimodal_stage` is on, so each page's `data:`
+URL is decoded into the model's vision input on CPU workers ahead of the engine (Ray 2.60 has no
+per-row `image` field any more; the images travel in the chat messages). The request and the
+parsing are `pipeline/documents/ocr_describe.py`'s.
+
+The import's rows travel through it packed: `pack` turns each DOC_SCHEMA row into one Arrow IPC
+blob (`doc_row`), since the processor's stages carry every input column as Python values and
+infer its type row by row, which the document's nested columns would not survive; `finish` reads
+the answer into the row, and `unpack` makes DOC_SCHEMA rows again.
+
+    pack ─► preprocess ─► PrepareMultimodal ─► ChatTemplate ─► Tokenize ─► vLLM engine
+         ─► Detokenize ─► postprocess ─► finish ─► unpack
+
+Every row of the run passes: a map cannot drop a row, and splitting the dataset in two would run
+every stage before this one twice. A row with no page to show (any document OCR did not convert)
+makes a one-token text request, whose answer is not read and whose cost is not recorded. A row
+the engine fails on (`__inference_error__`, with `should_continue_on_error`) skips the
+postprocess and comes out with every column it went in with; `finish` keeps such a document as
+OCR left it. A failed request, and a page the answer did not describe, are logged with their
+cause; the document keeps its OCR text, never loses it.
+
+Each described document gets one cost row (stage `describe`: the call, its tokens and the
+engine's seconds), which `write` lands in the cost ledger beside the extractor's.
+
+`ray.data.llm` is imported only inside the build function: it needs vLLM, which only the `gpu`
+extra installs, and this module must import without it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from actors.object_store import ObjectStore, content_key
+from actors.vllm_extractor import local_model_folder
+from pipeline import records
+from pipeline.documents.ocr_describe import (
+    Description,
+    DescriptionFailed,
+    describe_messages,
+    pages_to_describe,
+    parse_descriptions,
+    schema,
+    with_descriptions,
+)
+
+BACKEND = "vllm"
+STAGE = "describe"
+MODEL_SETTING = "CORPUSMEM_DESCRIBE_MODEL"
+# Engine arguments this config owns.
+_OWNED_ENGINE_KWARGS = ("model", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
+                        "gpu_memory_utilization", "limit_mm_per_prompt")
+# What the postprocess keeps of a row: what `finish` reads, as the engine names it.
+_KEPT = ("doc_row", "pages", "describe_error", "generated_text", "num_input_tokens", "num_generated_tokens",
+         "time_taken_llm")
+
+_log = logging.getLogger(__name__)
+
+
+class VLLMDescriberConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model_path: str = Field(description=f"{MODEL_SETTING}: a local vision-language model folder (config.json, "
+                                        "weights, tokenizer and processor) on every GPU node; nothing is downloaded.")
+    batch_size: int = Field(default=8, ge=1, le=1024,
+                            description="Documents per batch sent to an engine. Each carries up to max_pages "
+                                        "images, so batches are smaller than the extractor's.")
+    concurrency: int | tuple[int, int] = Field(
+        default=1, description="Engine replicas, one GPU each: n autoscales 1..n, (m, n) between m and n.")
+    max_pages: int = Field(default=4, ge=1, le=32,
+                           description="Recognised pages of one document shown to the model; the later pages of "
+                                       "a longer scan keep their OCR text alone. Each page is about 1,000 prompt "
+                                       "tokens at 1024 px, and the engine reserves room for this many images.")
+    max_model_len: int = Field(default=16384, ge=1024,
+                               description="Prompt (images included) plus answer tokens per request; must hold "
+                                           "max_pages images.")
+    gpu_memory_utilization: float = Field(default=0.85, gt=0, le=0.98,
+                                          description="Share of GPU memory vLLM takes for weights and KV cache.")
+    max_tokens: int = Field(default=1024, ge=16,
+                            description="Answer cap per request: about 200 tokens per page described. Too low "
+                                        "truncates the answer, and no page of it is used.")
+    temperature: float = Field(default=0.0, ge=0, le=2,
+                               description="0 keeps the same page giving the same description (determinism).")
+    engine_kwargs: dict[str, Any] = Field(
+        default_factory=dict, description="Further vLLM engine arguments (e.g. mm_processor_kwargs, "
+        "max_num_seqs); not the ones named above.")
+
+    @field_validator("model_path", mode="before")
+    @classmethod
+    def _local_model(cls, value: object) -> str:
+        return local_model_folder(value, MODEL_SETTING, "the visual description")
+
+    @field_validator("engine_kwargs")
+    @classmethod
+    def _not_owned(cls, value: dict[str, Any]) -> dict[str, Any]:
+        owned = sorted(set(value) & set(_OWNED_ENGINE_KWARGS))
+        if owned:
+            raise ValueError(f"engine_kwargs may not set {', '.join(owned)}: they are fields of this config")
+        return value
+
+    @property
+    def model_name(self) -> str:
+        return Path(self.model_path).name
+
+    def resolved_engine_kwargs(self) -> dict[str, Any]:
+        return {**self.engine_kwargs, "max_model_len": self.max_model_len,
+                "gpu_memory_utilization": self.gpu_memory_utilization,
+                "limit_mm_per_prompt": {"image": self.max_pages},
+                "tensor_parallel_size": 1, "pipeline_parallel_size": 1}
+
+
+def build_describe_processor(config: VLLMDescriberConfig, *, object_store: str, max_pixels: int):
+    """A processor from packed rows (`pack`) to rows for `finish`. `object_store` holds the
+    originals the pages are read again from; `max_pixels` is the OCR stage's page limit."""
+    from ray.data.llm import build_processor, vLLMEngineProcessorConfig
+
+    engine = vLLMEngineProcessorConfig(model_source=config.model_path, batch_size=config.batch_size,
+                                       concurrency=config.concurrency,
+                                       engine_kwargs=config.resolved_engine_kwargs(),
+                                       should_continue_on_error=True, prepare_multimodal_stage={"enabled": True})
+    return build_processor(engine, preprocess=functools.partial(
+        describe_preprocess, object_store=object_store, max_pixels=max_pixels, max_pages=config.max_pages,
+        max_tokens=config.max_tokens, temperature=config.temperature), postprocess=describe_postprocess)
+
+
+def _nothing_to_show(error: str | None) -> dict[str, Any]:
+    """The request of a row with no page to show: a map cannot drop a row, so it costs one token."""
+    return {"messages": [{"role": "user", "content": "."}], "sampling_params": {"temperature": 0.0, "max_tokens": 1},
+            "pages": [], "describe_error": error}
+
+
+def describe_preprocess(row: dict[str, Any], *, object_store: str, max_pixels: int, max_pages: int,
+                        max_tokens: int, temperature: float) -> dict[str, Any]:
+    """The request of a packed row: its recognised pages and what OCR read on them, or the
+    one-token request of a row with nothing to show. Never raises: a page that cannot be read
+    again leaves the document as OCR made it (`describe_error`)."""
+    doc = unpacked(row["doc_row"])
+    try:
+        pages = pages_to_describe(doc, lambda: ObjectStore(object_store).get(content_key("raw", doc["content_hash"])),
+                                  max_pixels, max_pages)
+    except Exception as err:  # the document is already OCR'd: a description is not worth failing it
+        return _nothing_to_show(f"{type(err).__name__}: {err}")
+    if not pages:
+        return _nothing_to_show(None)
+    return {"messages": describe_messages(pages, filename=doc["filename"] or doc["item"] or ""),
+            "sampling_params": {"temperature": temperature, "max_tokens": max_tokens,
+                                # as text: Arrow would turn a nested schema's missing keys into nulls
+                                "structured_outputs": {"json": json.dumps(schema())}},
+            "pages": [p.number for p in pages], "describe_error": None}
+
+
+def describe_postprocess(row: dict[str, Any]) -> dict[str, Any]:
+    """What `finish` reads of an answered row (the images and the prompt are let go)."""
+    return {k: row.get(k) for k in _KEPT}
+
+
+def _cost(row: dict[str, Any], model: str) -> dict[str, Any]:
+    return {"stage": STAGE, "backend": BACKEND, "model": model, "calls": 1,
+            "tokens_in": int(row.get("num_input_tokens") or 0),
+            "tokens_out": int(row.get("num_generated_tokens") or 0),
+            # the engine's time for this request; -1 on a failed one
+            "device_seconds": max(float(row.get("time_taken_llm") or 0.0), 0.0)}
+
+
+def finish(row: dict[str, Any], *, model: str) -> dict[str, Any]:
+    """A processor's output row (answered, or failed by the engine) as a packed document row: its
+    pages' descriptions inserted, and the request's cost added."""
+    # a list column may reach a row map as a numpy array, whose truth value is ambiguous
+    pages = [int(n) for n in (row.get("pages") if row.get("pages") is not None else ())]
+    if not pages:   # most rows of a run: passed on without being read
+        if row.get("describe_error"):
+            _log.warning("%s: no page shown for description: %s", unpacked(row["doc_row"])["item"],
+                         row["describe_error"])
+        return {"doc_row": row["doc_row"]}
+    doc = unpacked(row["doc_row"])
+    error = row.get("__inference_error__")
+    if error:
+        _log.warning("%s: description failed: %s", doc["item"], " ".join(str(error).split())[:300])
+    else:
+        found = parse_descriptions(row.get("generated_text") or "", pages)
+        for number, result in found.items():
+            if isinstance(result, DescriptionFailed):
+                _log.warning("%s: page %d not described: %s", doc["item"], number, result.cause)
+        described = {n: d for n, d in found.items() if isinstance(d, Description)}
+        if described:
+            markdown, lines, ocr_pages = with_descriptions(doc["markdown"], doc["ocr_lines"] or [], doc["ocr_pages"],
+                                                           described)
+            doc.update(markdown=markdown, ocr_lines=lines, ocr_pages=ocr_pages,
+                       converter_version=f"{doc['converter_version']} + {model}")
+    doc["costs"] = [*(doc["costs"] or []), _cost(row, model)]
+    return {"doc_row": packed(doc)}
+
+
+def packed(row: dict[str, Any]) -> bytes:
+    """A DOC_SCHEMA row as one Arrow IPC stream."""
+    table = records.to_table([row])
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def unpacked(blob: bytes) -> dict[str, Any]:
+    [row] = records.to_rows(pa.ipc.open_stream(blob).read_all())
+    return row
+
+
+def pack(batch: pa.Table) -> pa.Table:
+    """DOC_SCHEMA rows → one `doc_row` blob each."""
+    return pa.table({"doc_row": pa.array([packed(r) for r in records.to_rows(batch)], pa.binary())})
+
+
+def unpack(batch: pa.Table) -> pa.Table:
+    """`doc_row` blobs → DOC_SCHEMA rows."""
+    return records.to_table([unpacked(blob) for blob in batch.column("doc_row").to_pylist()])
