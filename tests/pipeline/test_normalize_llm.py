@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 
 import jsonschema
@@ -14,6 +15,7 @@ from actors import vllm_normalizer
 from pipeline.claims.extraction import CallCost
 from pipeline.facts import normalize, normalize_llm, vocabulary
 from pipeline.facts.normalize import Assertion
+from tests.support.paths import ROOT
 from tests.support.recorded_normalize import SAID, TEXTS, TOPIC, content
 
 
@@ -245,8 +247,15 @@ def test_claims_travel_as_json():
 
 # --- the vllm normalizer's rows (no ray.data.llm, no vLLM) ---------------------------------------
 
+def test_the_vllm_normalizer_imports_without_vllm_or_ray_data_llm():
+    # in a fresh interpreter: another test of the session may have imported ray.data.llm itself
+    imported = subprocess.run([sys.executable, "-c", "import sys, actors.vllm_normalizer;"
+                               " print(sorted({'vllm', 'ray.data.llm'} & set(sys.modules)))"],
+                              capture_output=True, text=True, timeout=120, check=True, cwd=ROOT)
+    assert imported.stdout.strip() == "[]"
+
+
 def test_vllm_rows_carry_their_version_through_the_processor_and_parse():
-    assert "vllm" not in sys.modules and "ray.data.llm" not in sys.modules
     [row] = vllm_normalizer.rows_for("v1", claims(), TOPIC)
     assert (row["version_id"], row["part"], row["parts"], row["topic"]) == ("v1", 0, 1, TOPIC)
     request = vllm_normalizer.normalize_preprocess(row, max_tokens=900, temperature=0.0)
