@@ -209,6 +209,8 @@ REPORT_SCHEMA = pa.schema([
     ("claim_vectors_computed", pa.int64()), ("vectors_cached", pa.int64()),
     ("vectors_reused", pa.int64()), ("claims", pa.int64()), ("claims_reused", pa.int64()),
     ("ledger_rows", pa.int64()), ("ocr_pages", pa.int64()),
+    # pages the vision model described, and the reason of each page it did not (`DESCRIPTION`)
+    ("described_pages", pa.int64()), ("description_failures", pa.list_(pa.string())),
     *[(f"s_{stage}", pa.float64()) for stage in records.STAGES],
 ])
 
@@ -245,7 +247,11 @@ def report_table(rows: list[dict]) -> pa.Table:
             - (r["chunk_vectors_computed"] or 0) - (r["claim_vectors_computed"] or 0) if active else 0,
             "vectors_reused": reused, "claims": len(claims), "claims_reused": claims_reused,
             "ledger_rows": len(r["ledger"] or []) if active else 0,
-            "ocr_pages": pages_recognised(r) if active else 0, **{f"s_{s}": r[f"s_{s}"] for s in records.STAGES}})
+            "ocr_pages": pages_recognised(r) if active else 0,
+            # whatever became of the document: a failed one counts the descriptions that failed it
+            "described_pages": sum(1 for d in r["descriptions"] or [] if d["kind"] is not None),
+            "description_failures": [d["reason"] for d in r["descriptions"] or [] if d["kind"] is None],
+            **{f"s_{s}": r[f"s_{s}"] for s in records.STAGES}})
     return pa.Table.from_pylist(out, schema=REPORT_SCHEMA)
 
 

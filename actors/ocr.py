@@ -63,10 +63,14 @@ class Recogniser:
 class Ocr:
     """Ray Data callable class: a batch of rows → the same rows, OCR'd where `convert` asked."""
 
-    def __init__(self, max_pixels: int, gpu: bool = False, threads: int | None = None) -> None:
+    def __init__(self, max_pixels: int, gpu: bool = False, threads: int | None = None,
+                 describe_next: bool = False) -> None:
+        """`describe_next`: a vision model describes the pages after this stage, so a document
+        where nothing is recognised goes on to it instead of failing (`ocr_convert.ocr_document`)."""
         self._model_args = (gpu, threads)
         self._recogniser: Recogniser | None = None
         self._max_pixels = max_pixels
+        self._describe_next = describe_next
 
     @property
     def _recognise(self) -> Recogniser:
@@ -80,7 +84,8 @@ class Ocr:
         for row in rows:
             if records.is_active(row) and row["converter"] == OCR and row["markdown"] is None:
                 try:
-                    ocr_row(row, self._recognise, self._max_pixels, self._recognise.version)
+                    ocr_row(row, self._recognise, self._max_pixels, self._recognise.version,
+                            describe_next=self._describe_next)
                 except ConversionError as err:
                     records.fail(row, "ocr", str(err))
                 except Exception as err:  # a per-row error column, never a failed batch

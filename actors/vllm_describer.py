@@ -16,12 +16,14 @@ the answer into the row, and `unpack` makes DOC_SCHEMA rows again.
          ─► Detokenize ─► postprocess ─► finish ─► unpack
 
 Every row of the run passes: a map cannot drop a row, and splitting the dataset in two would run
-every stage before this one twice. A row with no page to show (any document OCR did not convert)
-makes a one-token text request, whose answer is not read and whose cost is not recorded. A row
-the engine fails on (`__inference_error__`, with `should_continue_on_error`) skips the
-postprocess and comes out with every column it went in with; `finish` keeps such a document as
-OCR left it. A failed request, and a page the answer did not describe, are logged with their
-cause; the document keeps its OCR text, never loses it.
+every stage before this one twice. A row with no page to show (any document OCR did not convert,
+or one whose original cannot be read again) makes a one-token text request, whose answer is not
+read and whose cost is not recorded. A row the engine fails on (`__inference_error__`, with
+`should_continue_on_error`) skips the postprocess and comes out with every column it went in
+with. Each page meant to be shown and not described (the engine failed, the answer could not be
+used, the original could not be read) is logged with its cause and recorded with its reason in the
+row's `descriptions`, which the run report counts; the document keeps its OCR text, and fails
+only when it has none and no page was described (`ocr_describe.add_descriptions`).
 
 Each described document gets one cost row (stage `describe`: the call, its tokens and the
 engine's seconds), which `write` lands in the cost ledger beside the extractor's.
@@ -45,17 +47,19 @@ from actors.object_store import ObjectStore, content_key
 from actors.vllm_extractor import local_model_folder
 from pipeline import records
 from pipeline.documents.ocr_describe import (
-    Description,
+    ENGINE_FAILED,
+    PAGE_UNREADABLE,
+    STAGE,
     DescriptionFailed,
+    add_descriptions,
     describe_messages,
     pages_to_describe,
+    pages_wanted,
     parse_descriptions,
     schema,
-    with_descriptions,
 )
 
 BACKEND = "vllm"
-STAGE = "describe"
 MODEL_SETTING = "CORPUSMEM_DESCRIBE_MODEL"
 # Engine arguments this config owns.
 _OWNED_ENGINE_KWARGS = ("model", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
@@ -133,25 +137,27 @@ def build_describe_processor(config: VLLMDescriberConfig, *, object_store: str, 
         max_tokens=config.max_tokens, temperature=config.temperature), postprocess=describe_postprocess)
 
 
-def _nothing_to_show(error: str | None) -> dict[str, Any]:
-    """The request of a row with no page to show: a map cannot drop a row, so it costs one token."""
+def _nothing_to_show(pages: list[int], error: str | None) -> dict[str, Any]:
+    """The request of a row with no page to show: a map cannot drop a row, so it costs one token.
+    `pages` are those meant to be shown, which `error` kept from the model."""
     return {"messages": [{"role": "user", "content": "."}], "sampling_params": {"temperature": 0.0, "max_tokens": 1},
-            "pages": [], "describe_error": error}
+            "pages": pages, "describe_error": error}
 
 
 def describe_preprocess(row: dict[str, Any], *, object_store: str, max_pixels: int, max_pages: int,
                         max_tokens: int, temperature: float) -> dict[str, Any]:
-    """The request of a packed row: its recognised pages and what OCR read on them, or the
-    one-token request of a row with nothing to show. Never raises: a page that cannot be read
-    again leaves the document as OCR made it (`describe_error`)."""
+    """The request of a packed row: its OCR'd pages and what OCR read on them, or the one-token
+    request of a row with nothing to show. Never raises: pages that cannot be read again are
+    `describe_error`, and `finish` records them as not described."""
     doc = unpacked(row["doc_row"])
+    wanted = pages_wanted(doc, max_pages)
+    if not wanted:
+        return _nothing_to_show([], None)
     try:
         pages = pages_to_describe(doc, lambda: ObjectStore(object_store).get(content_key("raw", doc["content_hash"])),
                                   max_pixels, max_pages)
-    except Exception as err:  # the document is already OCR'd: a description is not worth failing it
-        return _nothing_to_show(f"{type(err).__name__}: {err}")
-    if not pages:
-        return _nothing_to_show(None)
+    except Exception as err:  # a per-row error, never a failed batch
+        return _nothing_to_show(wanted, f"{type(err).__name__}: {err}")
     return {"messages": describe_messages(pages, filename=doc["filename"] or doc["item"] or ""),
             "sampling_params": {"temperature": temperature, "max_tokens": max_tokens,
                                 # as text: Arrow would turn a nested schema's missing keys into nulls
@@ -173,31 +179,25 @@ def _cost(row: dict[str, Any], model: str) -> dict[str, Any]:
 
 
 def finish(row: dict[str, Any], *, model: str) -> dict[str, Any]:
-    """A processor's output row (answered, or failed by the engine) as a packed document row: its
-    pages' descriptions inserted, and the request's cost added."""
+    """A processor's output row (answered, failed by the engine, or with pages it could not show)
+    as a packed document row: what became of each page (`ocr_describe.add_descriptions`), and
+    the request's cost where one was made."""
     # a list column may reach a row map as a numpy array, whose truth value is ambiguous
     pages = [int(n) for n in (row.get("pages") if row.get("pages") is not None else ())]
     if not pages:   # most rows of a run: passed on without being read
-        if row.get("describe_error"):
-            _log.warning("%s: no page shown for description: %s", unpacked(row["doc_row"])["item"],
-                         row["describe_error"])
         return {"doc_row": row["doc_row"]}
     doc = unpacked(row["doc_row"])
-    error = row.get("__inference_error__")
-    if error:
-        _log.warning("%s: description failed: %s", doc["item"], " ".join(str(error).split())[:300])
+    if row.get("describe_error"):   # nothing was asked: no cost
+        found = dict.fromkeys(pages, DescriptionFailed(PAGE_UNREADABLE, row["describe_error"]))
     else:
-        found = parse_descriptions(row.get("generated_text") or "", pages)
-        for number, result in found.items():
-            if isinstance(result, DescriptionFailed):
-                _log.warning("%s: page %d not described: %s", doc["item"], number, result.cause)
-        described = {n: d for n, d in found.items() if isinstance(d, Description)}
-        if described:
-            markdown, lines, ocr_pages = with_descriptions(doc["markdown"], doc["ocr_lines"] or [], doc["ocr_pages"],
-                                                           described)
-            doc.update(markdown=markdown, ocr_lines=lines, ocr_pages=ocr_pages,
-                       converter_version=f"{doc['converter_version']} + {model}")
-    doc["costs"] = [*(doc["costs"] or []), _cost(row, model)]
+        error = row.get("__inference_error__")
+        found = (dict.fromkeys(pages, DescriptionFailed(ENGINE_FAILED, " ".join(str(error).split())[:300])) if error
+                 else parse_descriptions(row.get("generated_text") or "", pages))
+        doc["costs"] = [*(doc["costs"] or []), _cost(row, model)]
+    for number, result in found.items():
+        if isinstance(result, DescriptionFailed):
+            _log.warning("%s: page %d not described: %s: %s", doc["item"], number, result.reason, result.cause)
+    add_descriptions(doc, found, model)
     return {"doc_row": packed(doc)}
 
 

@@ -1,7 +1,9 @@
 """Visual description in an import (CORPUSMEM_DESCRIBE_MODEL; off when unset): after the OCR
-stage, each document OCR converted shows its recognised pages to a vision-language model in vLLM
+stage, each document OCR converted shows the pages OCR read to a vision-language model in vLLM
 on the cluster's GPUs, and each page's description becomes a section of its `document.md`
-before `structure` reads it, so claims come from it as from any text.
+before `structure` reads it, so claims come from it as from any text. A picture where OCR found no
+text comes here instead of failing, and is its description, or fails
+`nothing_recognised_or_described` when it gets none.
 
     convert ─► ocr ─► describe (pack ─► processor ─► finish ─► unpack) ─► structure ─► ...
 

@@ -96,6 +96,8 @@ class RunReport:
     vectors_cached: int = 0
     vectors_reused: int = 0
     ocr_pages: int = 0   # pages that went through the recogniser
+    described_pages: int = 0   # pages a vision model described (CORPUSMEM_DESCRIBE_MODEL)
+    description_failures: Counter = field(default_factory=Counter)   # pages it did not describe, by reason
     stage_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     wall_seconds: float = 0.0
     pipeline_seconds: float = 0.0   # from the first source item to the last report row
@@ -128,6 +130,8 @@ class RunReport:
         self.vectors_cached += row["vectors_cached"]
         self.vectors_reused += row["vectors_reused"]
         self.ocr_pages += row["ocr_pages"]
+        self.described_pages += row["described_pages"]
+        self.description_failures.update(row["description_failures"])
         for stage in records.STAGES:
             self.stage_seconds[stage] += row[f"s_{stage}"] or 0.0
 
@@ -150,12 +154,14 @@ class RunReport:
                 "chunk_vectors_computed": self.chunk_vectors_computed,
                 "claim_vectors_computed": self.claim_vectors_computed,
                 "vectors_cached": self.vectors_cached, "vectors_reused": self.vectors_reused,
-                "ocr_pages": self.ocr_pages}
+                "ocr_pages": self.ocr_pages, "described_pages": self.described_pages,
+                "descriptions_failed": self.description_failures.total()}
 
     def as_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "status": self.status, "counts": self.counts,
                 "facts": self.facts.as_dict() if self.facts else None, "facts_left_to": self.facts_left_to,
                 "failures": self.failures, "parked": self.parked,
+                "description_failures": dict(sorted(self.description_failures.items())),
                 "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
                 "wall_seconds": round(self.wall_seconds, 3),
                 "pipeline_seconds": round(self.pipeline_seconds, 3), "ray_job": self.ray_job, "nodes": self.nodes}
@@ -183,6 +189,7 @@ class RunReport:
             f"{c['claim_vectors_computed']} claims), {c['vectors_reused']} reused from earlier versions, "
             f"{c['vectors_cached']} taken from a text already encoded in this run",
             f"  OCR              {c['ocr_pages']} pages in {self.stage_seconds.get('ocr', 0.0):.2f} busy s",
+            *self._render_described(),
             "  busy seconds per stage (summed over workers):",
             "    " + "  ".join(f"{s} {self.stage_seconds.get(s, 0.0):.2f}" for s in records.STAGES),
         ]
@@ -193,6 +200,15 @@ class RunReport:
                          + ", whose pipeline was still running")
         lines += self._render_ray()
         return "\n".join(lines)
+
+    def _render_described(self) -> list[str]:
+        """The visual description's line, in a run that had one."""
+        c = self.counts
+        if not (c["described_pages"] or c["descriptions_failed"]):
+            return []
+        why = ", ".join(f"{reason} {n}" for reason, n in sorted(self.description_failures.items()))
+        return [f"  described        {c['described_pages']} pages by a vision model, {c['descriptions_failed']} not"
+                + (f" ({why})" if why else "")]
 
     def _render_ray(self) -> list[str]:
         j = self.ray_job

@@ -159,14 +159,16 @@ class OcrPool:
                    settings.ocr_min_pdf_page_chars, gpu,
                    max(1, int(resources.get("CPU", 1)) // settings.ocr_workers))
 
-    def stage(self) -> Stage:
+    def stage(self, *, describe_next: bool = False) -> Stage:
+        """`describe_next`: the run's describe step follows (`Ocr`)."""
         # No logical CPU: ONNX Runtime computes on its `threads` cores whatever Ray counts, and a
         # CPU share held by the stage would leave a one-CPU node, after the embedder and the
         # database stages took theirs (`embedder_cpus`), no room for a conversion task. On CPUs
         # the models stay loaded in the worker for the next run (resident); on a GPU an actor
         # holds its share of the device.
         return Stage(Ocr, self.batch_size, fn_constructor_kwargs={
-                         "max_pixels": self.max_pixels, "gpu": self.gpu, "threads": self.threads},
+                         "max_pixels": self.max_pixels, "gpu": self.gpu, "threads": self.threads,
+                         "describe_next": describe_next},
                      num_cpus=0, **({"actors": self.workers, "num_gpus": 1 / self.workers} if self.gpu
                                     else {"resident": self.workers}))
 
@@ -213,7 +215,7 @@ class DocumentStages:
             *([] if ingested else [ingest(run, ocr is not None)]),
             Stage(documents.convert, b, num_cpus=TASK_CPUS,
                   fn_kwargs={"ocr": OcrOptions(ocr.min_pdf_page_chars)} if ocr is not None else {}),
-            *([ocr.stage()] if ocr is not None else []),
+            *([ocr.stage(describe_next=self.describe is not None)] if ocr is not None else []),
             *([self.describe] if self.describe is not None else []),
             Stage(documents.structure, b, fn_kwargs={"target_chars": self.target_chars}, num_cpus=TASK_CPUS),
             Stage(documents.chunk, b, fn_kwargs={"target_chars": self.target_chars}, num_cpus=TASK_CPUS),

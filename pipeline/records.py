@@ -120,6 +120,14 @@ OCR_PAGE = pa.struct([
     ("reason", pa.string()),            # no_text_recognised, or null
 ])
 
+# What the vision model made of one page it was shown (`pipeline/documents/ocr_describe.py`): the
+# description's kind, or the reason there is none.
+DESCRIPTION = pa.struct([
+    ("page", pa.int32()),
+    ("kind", pa.string()),              # photo, whiteboard, ...; null when not described
+    ("reason", pa.string()),            # why not described (`ocr_describe.FAILURE_REASONS`), or null
+])
+
 # Outcomes a row can have after `ingest`.
 PROCESS = "process"        # a new version: run every stage
 RESUME = "resume"          # the latest version, but an earlier run did not finish it
@@ -161,6 +169,8 @@ DOC_SCHEMA = pa.schema([
     ("ocr_pdf_pages", pa.list_(pa.int32())),
     ("ocr_lines", pa.list_(OCR_LINE)),
     ("ocr_pages", pa.list_(OCR_PAGE)),
+    # set by the describe step (CORPUSMEM_DESCRIBE_MODEL): one per page meant for the vision model
+    ("descriptions", pa.list_(DESCRIPTION)),
     ("sections", pa.list_(SECTION)),
     ("chunks", pa.list_(CHUNK)),
     # set by ingest (prior claims) and extract

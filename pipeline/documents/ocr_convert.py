@@ -38,19 +38,23 @@ def _pages(content: bytes, pdf_page_list: Sequence[int] | None, recognise: Recog
 
 
 def ocr_document(content: bytes, pdf_page_list: Sequence[int] | None, recognise: Recognise,
-                 max_pixels: int) -> Document:
+                 max_pixels: int, *, describe_next: bool = False) -> Document:
     """The document of an image (`pdf_page_list` None: every frame) or a PDF (those 0-based pages
-    recognised, the others from their text layer). Raises `ConversionError` for a bad input and
-    when no page holds any text (`no_text_recognised`)."""
+    recognised, the others from their text layer). Raises `ConversionError` for a bad input and,
+    unless a vision model describes the pages next (`describe_next`), when no page holds any text
+    (`no_text_recognised`): a photo or a diagram without words is what a description is for, so
+    then its document is the pages' headings alone, each page recorded with that reason, and the
+    describe step decides (`ocr_describe.add_descriptions`)."""
     document = build_document(_pages(content, pdf_page_list, recognise, max_pixels))
-    if not document.recognised:
+    if not document.recognised and not describe_next:
         raise ConversionError(f"{NO_TEXT_RECOGNISED}: no text on any of its {len(document.pages)} pages")
     return document
 
 
-def ocr_row(row: dict[str, Any], recognise: Recognise, max_pixels: int, version: str) -> None:
+def ocr_row(row: dict[str, Any], recognise: Recognise, max_pixels: int, version: str, *,
+            describe_next: bool = False) -> None:
     """Fill the row's `document.md` and side rows; its bytes are dropped once read."""
-    document = ocr_document(row["content"], row["ocr_pdf_pages"], recognise, max_pixels)
+    document = ocr_document(row["content"], row["ocr_pdf_pages"], recognise, max_pixels, describe_next=describe_next)
     row.update(markdown=document.markdown, converter=OCR, converter_version=version, derivation=CONVERTED,
                ocr_lines=document.lines, ocr_pages=document.pages, content=None)
 

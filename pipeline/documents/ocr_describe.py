@@ -2,12 +2,15 @@
 shown, its request, the parsing of its answer, and the answer's place in `document.md`.
 
 OCR reads the words of a page; what a photo, a whiteboard or a diagram shows needs a
-vision-language model. One request per document shows it the document's recognised pages (at most
-`max_pages`), each as a JPEG `data:` URL content part of an OpenAI-style chat message (vLLM's
-multimodal chat input) after what OCR read on it; the answer is one JSON object
-(`pipeline/prompts/describe.schema.json`) holding a description per page. Parsing never raises on
-what a model wrote: a page whose description cannot be used is a `DescriptionFailed` with its
-cause, and the page keeps its OCR text alone.
+vision-language model. One request per document shows it the pages OCR read (at most
+`max_pages`, with text found on them or not), each as a JPEG `data:` URL content part of an
+OpenAI-style chat message (vLLM's multimodal chat input) after what OCR read on it; the answer is
+one JSON object (`pipeline/prompts/describe.schema.json`) holding a description per page. Parsing
+never raises on what a model wrote: a page whose description cannot be used is a
+`DescriptionFailed` with its reason (one of `FAILURE_REASONS`, which the run report counts) and
+cause, and the page keeps its OCR text alone. A document where OCR recognised nothing (a photo, a
+diagram without words) comes here with its pages' headings alone, and fails with
+`nothing_recognised_or_described` when no page of it is described either (`add_descriptions`).
 
 A description becomes a section of its own at the end of its page's section, under
 `### Description (<kind>, by a vision model)`, so a reader (and a claim's source span) can tell
@@ -32,7 +35,7 @@ from pipeline.claims import llm_io
 from pipeline.documents.convert import OCR
 from pipeline.documents.ocr_pages import PageImage, image_pages, pdf_pages
 from pipeline.documents.ocr_text import OCR as OCR_SOURCE
-from pipeline.documents.ocr_text import escape_line
+from pipeline.documents.ocr_text import escape_line, holds_text
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -47,6 +50,17 @@ MAX_SIDE_PX = 1024
 JPEG_QUALITY = 85
 # The OCR text shown beside a page is cut here: the model only has to know what is already read.
 _OCR_CONTEXT_CHARS = 2000
+
+STAGE = "describe"
+# Why a document fails here: OCR recognised no text on it, and the model described none of its pages.
+NOTHING_RECOGNISED_OR_DESCRIBED = "nothing_recognised_or_described"
+# Why a page shown (or meant to be shown) to the model has no description.
+UNPARSABLE_ANSWER = "unparsable_answer"   # not JSON, or not an object with a list of pages
+OFF_SCHEMA = "off_schema"                 # its entry has a kind the schema does not allow, or no text
+PAGE_LEFT_OUT = "page_left_out"           # the answer has no entry for it
+ENGINE_FAILED = "engine_failed"           # the engine failed on the request
+PAGE_UNREADABLE = "page_unreadable"       # its original could not be read again to show it
+FAILURE_REASONS = (UNPARSABLE_ANSWER, OFF_SCHEMA, PAGE_LEFT_OUT, ENGINE_FAILED, PAGE_UNREADABLE)
 
 
 @dataclass(frozen=True)
@@ -64,7 +78,12 @@ class Description:
 
 @dataclass(frozen=True)
 class DescriptionFailed:
-    cause: str
+    reason: str   # one of FAILURE_REASONS: what the run report counts
+    cause: str    # the detail, for the log and a failed document's error
+
+    def __post_init__(self) -> None:
+        if self.reason not in FAILURE_REASONS:
+            raise ValueError(f"reason {self.reason!r} is not one of {', '.join(FAILURE_REASONS)}")
 
 
 @functools.cache
@@ -95,18 +114,23 @@ def page_texts(markdown: str, pages: Sequence[Mapping[str, Any]]) -> dict[int, s
     return out
 
 
-def pages_to_describe(row: Mapping[str, Any], original: Callable[[], bytes], max_pixels: int,
-                      max_pages: int) -> list[PageToDescribe]:
-    """The first `max_pages` recognised pages of a row the OCR stage converted, read again from
-    its original bytes (`original()`, called only when there is a page to show); none for any
-    other row. A PDF page kept from its text layer is not shown."""
+def pages_wanted(row: Mapping[str, Any], max_pages: int) -> list[int]:
+    """The pages of a row the model is to be shown: the first `max_pages` the OCR stage read with
+    its recogniser (whether it found text there or not), none for a row OCR did not convert. A PDF
+    page kept from its text layer is not shown."""
     if not (records.is_active(row) and row["converter"] == OCR and row["markdown"] is not None):
         return []
-    wanted = [p for p in row["ocr_pages"] or [] if p["source"] == OCR_SOURCE][:max_pages]
-    if not wanted:
+    return [p["page"] for p in row["ocr_pages"] or [] if p["source"] == OCR_SOURCE][:max_pages]
+
+
+def pages_to_describe(row: Mapping[str, Any], original: Callable[[], bytes], max_pixels: int,
+                      max_pages: int) -> list[PageToDescribe]:
+    """The `pages_wanted` of a row, read again from its original bytes (`original()`, called only
+    when there is a page to show)."""
+    numbers = set(pages_wanted(row, max_pages))
+    if not numbers:
         return []
-    numbers = {p["page"] for p in wanted}
-    texts = page_texts(row["markdown"], wanted)
+    texts = page_texts(row["markdown"], [p for p in row["ocr_pages"] if p["page"] in numbers])
     content = original()
     source = (image_pages(content, max_pixels) if row["ocr_pdf_pages"] is None
               else pdf_pages(content, sorted(n - 1 for n in numbers), max_pixels))
@@ -137,9 +161,9 @@ def describe_messages(pages: Sequence[PageToDescribe], *, filename: str) -> list
 def _entry(entry: Mapping[str, Any]) -> Description | DescriptionFailed:
     kind, description = entry.get("kind"), entry.get("description")
     if kind not in KINDS:
-        return DescriptionFailed(f"kind {kind!r} is not one of {', '.join(KINDS)}")
+        return DescriptionFailed(OFF_SCHEMA, f"kind {kind!r} is not one of {', '.join(KINDS)}")
     if not isinstance(description, str) or not description.strip():
-        return DescriptionFailed("no description")
+        return DescriptionFailed(OFF_SCHEMA, "no description")
     return Description(kind, " ".join(description.split())[:DESCRIPTION_MAX_CHARS])
 
 
@@ -150,15 +174,15 @@ def parse_descriptions(text: str, pages: Sequence[int]) -> dict[int, Description
     try:
         answer = json.loads(body)
     except json.JSONDecodeError as err:
-        return dict.fromkeys(pages, DescriptionFailed(f"not JSON ({err.msg} at char {err.pos})"))
+        return dict.fromkeys(pages, DescriptionFailed(UNPARSABLE_ANSWER, f"not JSON ({err.msg} at char {err.pos})"))
     if not isinstance(answer, dict) or not isinstance(answer.get("pages"), list):
-        return dict.fromkeys(pages, DescriptionFailed("not a JSON object with a list of pages"))
+        return dict.fromkeys(pages, DescriptionFailed(UNPARSABLE_ANSWER, "not a JSON object with a list of pages"))
     found: dict[int, Description | DescriptionFailed] = {}
     for entry in answer["pages"]:
         page = entry.get("page") if isinstance(entry, dict) else None
         if type(page) is int and page in pages and page not in found:
             found[page] = _entry(entry)
-    return {n: found.get(n, DescriptionFailed("the answer has no entry for this page")) for n in pages}
+    return {n: found.get(n, DescriptionFailed(PAGE_LEFT_OUT, "the answer has no entry for this page")) for n in pages}
 
 
 def description_section(description: Description) -> str:
@@ -187,3 +211,23 @@ def with_descriptions(markdown: str, lines: Sequence[Mapping[str, Any]], pages: 
     return ("".join(parts),
             [{**ln, "char_start": moved(ln["char_start"]), "char_end": moved(ln["char_end"])} for ln in lines],
             [{**p, "char_start": moved(p["char_start"]), "char_end": moved(p["char_end"])} for p in pages])
+
+
+def add_descriptions(row: dict[str, Any], found: Mapping[int, Description | DescriptionFailed], model: str) -> None:
+    """What the model made of the pages of `row` it was shown (or meant to be): each page's
+    outcome in `descriptions`, the descriptions in `document.md` (`with_descriptions`) and the
+    model in the converter version. A row that holds no text even now (OCR recognised none, and
+    no page was described) fails with NOTHING_RECOGNISED_OR_DESCRIBED and the causes; its pages
+    keep `no_text_recognised` either way, since that is what OCR found."""
+    row["descriptions"] = [{"page": n, "kind": r.kind, "reason": None} if isinstance(r, Description)
+                           else {"page": n, "kind": None, "reason": r.reason} for n, r in sorted(found.items())]
+    described = {n: d for n, d in found.items() if isinstance(d, Description)}
+    if described:
+        markdown, lines, pages = with_descriptions(row["markdown"], row["ocr_lines"] or [], row["ocr_pages"],
+                                                   described)
+        row.update(markdown=markdown, ocr_lines=lines, ocr_pages=pages,
+                   converter_version=f"{row['converter_version']} + {model}")
+    elif not holds_text(row["ocr_pages"] or []):
+        causes = sorted({f"{r.reason}: {r.cause}" for r in found.values() if isinstance(r, DescriptionFailed)})
+        records.fail(row, STAGE, f"{NOTHING_RECOGNISED_OR_DESCRIBED}: no text on any of its {len(row['ocr_pages'])} "
+                                 f"pages, and no description ({'; '.join(causes) or 'no page shown'})")

@@ -12,7 +12,7 @@ claim can cite "page 3, lines 4–6".
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -215,7 +215,12 @@ class Document:
     @property
     def recognised(self) -> bool:
         """True when some page holds text (recognised or from a text layer)."""
-        return any(p["reason"] is None for p in self.pages)
+        return holds_text(self.pages)
+
+
+def holds_text(pages: Iterable[Mapping[str, Any]]) -> bool:
+    """True when some page (an `OCR_PAGE` row) holds text, recognised or from a text layer."""
+    return any(p["reason"] is None for p in pages)
 
 
 def build_document(pages: Iterable[Page]) -> Document:

@@ -25,8 +25,9 @@ from sql.write import reconcile
 
 # Pipeline stage → the per-version work stage whose status records it.
 WORK_STAGE = {
-    "read": "ingest", "ingest": "ingest", "convert": "convert", "ocr": "convert", "structure": "structure",
-    "chunk": "chunk", "extract": "extract_claims", "embed": "embed_chunk", "write": "embed_claim",
+    "read": "ingest", "ingest": "ingest", "convert": "convert", "ocr": "convert", "describe": "convert",
+    "structure": "structure", "chunk": "chunk", "extract": "extract_claims", "embed": "embed_chunk",
+    "write": "embed_claim",
 }
 # In pipeline order: a failure at one stage means every stage before it succeeded.
 WORK_STAGES = ("ingest", "convert", "structure", "chunk", "extract_claims", "ground_claims", "embed_chunk",

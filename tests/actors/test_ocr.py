@@ -11,7 +11,7 @@ from PIL import ImageDraw, ImageFont
 from actors.ocr import Ocr
 from pipeline import records
 from pipeline.documents.convert import OCR
-from tests.support.ocr_pages import cer, encode, render
+from tests.support.ocr_pages import cer, encode, photo, render
 
 PAGE_ONE = ["Dana Whitfield leads the search team since March 2024.",
             "The billing migration moved to Postgres in May 2025."]
@@ -84,6 +84,16 @@ def test_a_bad_row_fails_with_its_reason_and_the_others_are_read(ocr):
     assert cut["error"].startswith("truncated image")
     assert fine["outcome"] == records.PROCESS and "Dana Whitfield" in fine["markdown"]
     assert notes["markdown"] == "# kept\n" and notes["ocr_pages"] is None
+
+
+def test_a_photo_without_words_fails_unless_a_describer_follows(ocr):
+    picture = _row("hills.jpg", "image/jpeg", encode([photo()], "JPEG"))
+    [alone] = records.to_rows(ocr(records.to_table([picture])))
+    assert (alone["outcome"], alone["error_stage"], alone["error"]) == (
+        records.FAILED, "ocr", "no_text_recognised: no text on any of its 1 pages")
+    [described] = records.to_rows(Ocr(max_pixels=40_000_000, describe_next=True)(records.to_table([picture])))
+    assert described["outcome"] == records.PROCESS and described["markdown"] == "## Page 1\n"
+    assert [(p["lines"], p["reason"]) for p in described["ocr_pages"]] == [(0, "no_text_recognised")]
 
 
 def test_a_batch_without_images_or_scans_never_loads_the_models():

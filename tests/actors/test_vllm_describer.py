@@ -111,10 +111,14 @@ def test_an_original_that_cannot_be_read_again_is_said_and_never_raises(scanned,
     row, _ = scanned
     elsewhere = str(tmp_path / "empty-store")
     request = _request(row, elsewhere)
-    assert request["pages"] == [] and request["describe_error"].startswith("FileNotFoundError")
-    done = finish(_through_engine(row, elsewhere, {**ENGINE["answered"], "generated_text": "."}), model="vlm")
-    assert done == {"doc_row": packed(row)}   # as OCR made it, and no cost: nothing was asked
-    assert "/scans/board.png: no page shown for description: FileNotFoundError" in caplog.text
+    assert request["pages"] == [1] and request["describe_error"].startswith("FileNotFoundError")
+    assert request["sampling_params"]["max_tokens"] == 1
+    out = unpacked(finish(_through_engine(row, elsewhere, {**ENGINE["answered"], "generated_text": "."}),
+                          model="vlm")["doc_row"])
+    # as OCR made it, and no cost: nothing was asked
+    assert (out["markdown"], out["costs"]) == (row["markdown"], row["costs"])
+    assert out["descriptions"] == [{"page": 1, "kind": None, "reason": "page_unreadable"}]
+    assert "/scans/board.png: page 1 not described: page_unreadable: FileNotFoundError" in caplog.text
 
 
 # --- the answer -----------------------------------------------------------------------------------
@@ -143,7 +147,8 @@ def test_a_failed_request_keeps_the_ocr_text_and_counts_the_call(scanned, caplog
         ocr_made["markdown"], ocr_made["ocr_lines"], ocr_made["converter_version"])
     assert out["costs"][-1] == {"stage": "describe", "backend": "vllm", "model": "vlm", "calls": 1, "tokens_in": 0,
                                 "tokens_out": 0, "device_seconds": 0.0}
-    assert "/scans/board.png: description failed: ValueError: The decoder prompt" in caplog.text
+    assert out["descriptions"] == [{"page": 1, "kind": None, "reason": "engine_failed"}]
+    assert "/scans/board.png: page 1 not described: engine_failed: ValueError: The decoder prompt" in caplog.text
 
 
 def test_an_unusable_answer_keeps_the_ocr_text_and_says_why(scanned, caplog):
@@ -151,7 +156,28 @@ def test_an_unusable_answer_keeps_the_ocr_text_and_says_why(scanned, caplog):
     truncated = {**ENGINE["answered"], "generated_text": (FIXTURES / "describe.diagram.truncated.txt").read_text()}
     out = unpacked(finish(_through_engine(row, store, truncated), model="vlm")["doc_row"])
     assert out["markdown"] == row["markdown"] and out["costs"][-1]["tokens_out"] == 58
-    assert "/scans/board.png: page 1 not described: not JSON (Unterminated string" in caplog.text
+    assert "/scans/board.png: page 1 not described: unparsable_answer: not JSON (Unterminated string" in caplog.text
+
+
+def test_a_picture_without_words_is_described_or_fails_with_its_own_reason(tmp_path):
+    store = ObjectStore(str(tmp_path / "objects"))
+    content = encode([render([], size=(1200, 500))], "PNG")
+    digest, _ = store.put("raw", content)
+    row = records.new_row(item="/photos/hills.png", filename="hills.png", mime="image/png", content=content,
+                          content_hash=digest, outcome=records.PROCESS, converter=OCR, version_id="v2")
+    ocr_row(row, lambda image: [], MAX_PIXELS, "rapidocr test", describe_next=True)
+    assert _request(row, store.uri)["pages"] == [1]
+
+    described = unpacked(finish(_through_engine(row, store.uri, ENGINE["answered"]), model="vlm")["doc_row"])
+    assert described["outcome"] == records.PROCESS
+    assert described["markdown"].startswith("## Page 1\n\n### Description (whiteboard, by a vision model)\n\nA ")
+    assert described["ocr_pages"][0]["reason"] == "no_text_recognised"
+
+    failed = unpacked(finish(_through_engine(row, store.uri, ENGINE["failed"]), model="vlm")["doc_row"])
+    assert (failed["outcome"], failed["error_stage"]) == (records.FAILED, "describe")
+    assert failed["error"].startswith("nothing_recognised_or_described: no text on any of its 1 pages, and no "
+                                      "description (engine_failed: ValueError: The decoder prompt")
+    assert failed["descriptions"] == [{"page": 1, "kind": None, "reason": "engine_failed"}]
 
 
 def test_a_row_that_showed_nothing_is_left_as_it_was(scanned):

@@ -44,10 +44,23 @@ def test_ocr_runs_after_convert_resident_on_cpus_and_as_actors_on_a_gpu():
     assert convert["fn_kwargs"] == {"ocr": OcrOptions(min_pdf_page_chars=5)}
     assert (pool["batch_size"], type(pool["compute"]).__name__, pool["compute"].size, pool["num_cpus"]) == (
         3, "TaskPoolStrategy", 2, 0)
-    assert stages[2].fn_constructor_kwargs == {"max_pixels": 1_000_000, "gpu": False, "threads": 4}
+    assert stages[2].fn_constructor_kwargs == {"max_pixels": 1_000_000, "gpu": False, "threads": 4,
+                                               "describe_next": False}
     gpu = OcrPool(2, 3, 1_000_000, 5, gpu=True, threads=4).stage().map_batches_kwargs()
     assert (gpu["compute"].min_size, gpu["compute"].max_size, gpu["num_gpus"]) == (2, 2, 0.5)
-    assert gpu["fn_constructor_kwargs"] == {"max_pixels": 1_000_000, "gpu": True, "threads": 4}
+    assert gpu["fn_constructor_kwargs"] == {"max_pixels": 1_000_000, "gpu": True, "threads": 4,
+                                            "describe_next": False}
+
+
+def test_with_a_describe_step_the_ocr_stage_leaves_a_document_without_text_to_it():
+    def describe(ds):
+        return ds
+
+    ocr = OcrPool(2, 3, 1_000_000, 5, gpu=False, threads=4)
+    stages = DocumentStages.of(None, _EMBEDDING, workers=1, target_chars=800, ocr=ocr,
+                               describe=describe).stages(_RUN, ingested=False)
+    assert stages[2].fn.__name__ == "Ocr" and stages[3] is describe
+    assert stages[2].fn_constructor_kwargs["describe_next"] is True
 
 
 def test_without_ocr_images_have_no_route():

@@ -23,8 +23,10 @@ from pipeline.documents.ocr_describe import (
     Description,
     DescriptionFailed,
     PageToDescribe,
+    add_descriptions,
     describe_messages,
     pages_to_describe,
+    pages_wanted,
     parse_descriptions,
     schema,
     with_descriptions,
@@ -46,6 +48,15 @@ def _ocr_row(content: bytes, mime: str, pdf_pages: list[int] | None = None) -> d
     row = records.new_row(item="scan", filename="scan", mime=mime, content=content, outcome=records.PROCESS,
                           converter=OCR, ocr_pdf_pages=pdf_pages)
     ocr_row(row, _recognise, MAX_PIXELS, "rapidocr test")
+    return row
+
+
+def _unread_row(pages: int) -> dict:
+    """A row as the OCR stage leaves a picture without words when a describer follows."""
+    content = encode([Image.new("RGB", (640, 480), "skyblue")] * pages, "TIFF")
+    row = records.new_row(item="photo.tiff", filename="photo.tiff", mime="image/tiff", content=content,
+                          outcome=records.PROCESS, converter=OCR)
+    ocr_row(row, lambda image: [], MAX_PIXELS, "rapidocr test", describe_next=True)
     return row
 
 
@@ -81,6 +92,16 @@ def test_only_the_first_pages_up_to_the_cap_and_only_recognised_ones_are_shown()
     row = _ocr_row(content, "application/pdf", pdf_pages=[1, 2, 3, 4])
     assert [p["source"] for p in row["ocr_pages"]] == ["text_layer", "ocr", "ocr", "ocr", "ocr"]
     assert [p.number for p in pages_to_describe(row, lambda: content, MAX_PIXELS, max_pages=2)] == [2, 3]
+
+
+def test_a_page_where_ocr_recognised_nothing_is_shown_with_no_ocr_text():
+    row = _unread_row(2)
+    content = encode([Image.new("RGB", (640, 480), "skyblue")] * 2, "TIFF")
+    assert pages_wanted(row, max_pages=4) == [1, 2] and pages_wanted(row, max_pages=1) == [1]
+    shown = pages_to_describe(row, lambda: content, MAX_PIXELS, max_pages=4)
+    assert [(p.number, p.ocr_text) for p in shown] == [(1, ""), (2, "")]
+    assert describe_messages(shown, filename="photo.tiff")[1]["content"][0]["text"] == (
+        "Page 1. OCR text of the page: (none)")
 
 
 def test_a_document_ocr_did_not_convert_shows_nothing_and_its_original_is_not_read():
@@ -126,32 +147,40 @@ def test_a_fenced_answer_is_read():
     assert found[1] == Description("chart", found[1].text) and "bar chart of monthly invoices" in found[1].text
 
 
-@pytest.mark.parametrize("name, cause", [
-    ("describe.diagram.truncated.txt", "not JSON (Unterminated string"),
-    ("describe.unknown_kind.json", "kind 'painting' is not one of photo,"),
+@pytest.mark.parametrize("name, reason, cause", [
+    ("describe.diagram.truncated.txt", "unparsable_answer", "not JSON (Unterminated string"),
+    ("describe.unknown_kind.json", "off_schema", "kind 'painting' is not one of photo,"),
 ])
-def test_an_unusable_answer_is_a_failure_with_its_cause(name, cause):
+def test_an_unusable_answer_is_a_failure_with_its_reason_and_cause(name, reason, cause):
     found = parse_descriptions((FIXTURES / name).read_text(), [1])
     assert isinstance(found[1], DescriptionFailed) and found[1].cause.startswith(cause), found
+    assert found[1].reason == reason
 
 
 def test_only_the_first_entry_of_a_page_shown_counts_and_a_page_left_out_is_a_failure():
     found = parse_descriptions((FIXTURES / "describe.minutes.json").read_text(), [1, 2])
     assert list(found) == [1, 2]
     assert found[1].text.startswith("A typed page of meeting minutes")
-    assert found[2] == DescriptionFailed("the answer has no entry for this page")
+    assert found[2] == DescriptionFailed("page_left_out", "the answer has no entry for this page")
 
 
-@pytest.mark.parametrize("text, cause", [
-    ('[{"page": 1, "kind": "photo", "description": "a dog"}]', "not a JSON object with a list of pages"),
-    ('{"pages": {"page": 1}}', "not a JSON object with a list of pages"),
-    ('{"pages": [{"page": 1, "kind": "photo", "description": "   "}]}', "no description"),
-    ('{"pages": [{"page": 1, "kind": "photo"}]}', "no description"),
-    ('{"pages": [{"page": "1", "kind": "photo", "description": "a dog"}]}', "the answer has no entry for this page"),
-    ('{"pages": ["photo of a dog"]}', "the answer has no entry for this page"),
+@pytest.mark.parametrize("text, reason, cause", [
+    ('[{"page": 1, "kind": "photo", "description": "a dog"}]', "unparsable_answer",
+     "not a JSON object with a list of pages"),
+    ('{"pages": {"page": 1}}', "unparsable_answer", "not a JSON object with a list of pages"),
+    ('{"pages": [{"page": 1, "kind": "photo", "description": "   "}]}', "off_schema", "no description"),
+    ('{"pages": [{"page": 1, "kind": "photo"}]}', "off_schema", "no description"),
+    ('{"pages": [{"page": "1", "kind": "photo", "description": "a dog"}]}', "page_left_out",
+     "the answer has no entry for this page"),
+    ('{"pages": ["photo of a dog"]}', "page_left_out", "the answer has no entry for this page"),
 ])
-def test_answers_off_the_schema_never_raise(text, cause):
-    assert parse_descriptions(text, [1]) == {1: DescriptionFailed(cause)}
+def test_answers_off_the_schema_never_raise(text, reason, cause):
+    assert parse_descriptions(text, [1]) == {1: DescriptionFailed(reason, cause)}
+
+
+def test_a_failure_names_a_reason_the_report_counts():
+    with pytest.raises(ValueError, match="^reason 'bad answer' is not one of unparsable_answer, off_schema,"):
+        DescriptionFailed("bad answer", "not JSON")
 
 
 def test_an_overlong_description_is_cut_not_refused():
@@ -178,3 +207,44 @@ def test_a_description_ends_its_page_and_every_offset_stays_exact():
     assert sections[2].endswith("Second line of the page.\n\n### Description (chart, by a vision model)\n\nBars.\n")
     # nothing else moved: the pages are still separated as before, and the document ends with page 3
     assert markdown == "\n".join(sections) and pages[-1]["char_end"] == len(markdown)
+
+
+# --- what becomes of the document ------------------------------------------------------------------
+
+
+def test_a_picture_without_words_becomes_its_description_with_exact_offsets():
+    row = _unread_row(2)
+    found = {1: Description("photo", "A red house under two grey hills."),
+             2: DescriptionFailed("engine_failed", "ValueError: boom")}
+    add_descriptions(row, found, "vlm")
+    assert row["outcome"] == records.PROCESS and row["converter_version"] == "rapidocr test + vlm"
+    assert row["markdown"] == ("## Page 1\n\n### Description (photo, by a vision model)\n\n"
+                               "A red house under two grey hills.\n\n## Page 2\n")
+    # the pages still say OCR read nothing there; their spans hold what is there now
+    assert [(p["reason"], row["markdown"][p["char_start"]:p["char_end"]]) for p in row["ocr_pages"]] == [
+        ("no_text_recognised", "## Page 1\n\n### Description (photo, by a vision model)\n\n"
+                               "A red house under two grey hills.\n"),
+        ("no_text_recognised", "## Page 2\n")]
+    assert row["descriptions"] == [{"page": 1, "kind": "photo", "reason": None},
+                                   {"page": 2, "kind": None, "reason": "engine_failed"}]
+
+
+def test_a_picture_without_words_and_without_a_description_fails_with_its_own_reason():
+    row = _unread_row(1)
+    add_descriptions(row, {1: DescriptionFailed("engine_failed", "ValueError: boom")}, "vlm")
+    assert (row["outcome"], row["error_stage"], row["error"]) == (
+        records.FAILED, "describe", "nothing_recognised_or_described: no text on any of its 1 pages, and no "
+                                    "description (engine_failed: ValueError: boom)")
+    assert row["markdown"] is None
+    assert row["descriptions"] == [{"page": 1, "kind": None, "reason": "engine_failed"}]
+
+
+def test_a_page_with_text_keeps_it_when_its_description_fails():
+    content = encode([render(["One."], size=(900, 700))], "PNG")
+    row = _ocr_row(content, "image/png")
+    before = dict(row)
+    add_descriptions(row, {1: DescriptionFailed("unparsable_answer", "not JSON")}, "vlm")
+    assert row["outcome"] == records.PROCESS
+    assert {k: v for k, v in row.items() if k != "descriptions"} == {
+        k: v for k, v in before.items() if k != "descriptions"}
+    assert row["descriptions"] == [{"page": 1, "kind": None, "reason": "unparsable_answer"}]

@@ -117,6 +117,14 @@ def test_a_page_where_nothing_is_recognised_fails_the_document_with_its_reason()
         ocr_document(content, None, lambda image: [], max_pixels=10**7)
 
 
+def test_with_a_describer_next_a_document_where_nothing_is_recognised_goes_on_with_its_headings():
+    content = encode([Image.new("RGB", (200, 100), "white")] * 2, "TIFF")
+    doc = ocr_document(content, None, lambda image: [], max_pixels=10**7, describe_next=True)
+    assert doc.markdown == "## Page 1\n\n## Page 2\n" and doc.lines == []
+    assert [(p["page"], p["reason"], doc.markdown[p["char_start"]:p["char_end"]]) for p in doc.pages] == [
+        (1, "no_text_recognised", "## Page 1\n"), (2, "no_text_recognised", "## Page 2\n")]
+
+
 def test_the_pixel_limit_is_checked_on_every_frame():
     content = encode([Image.new("RGB", (100, 100)), Image.new("RGB", (2000, 2000))], "TIFF")
     with pytest.raises(ConversionError, match="^image bomb: page 2"):

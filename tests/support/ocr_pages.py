@@ -28,6 +28,20 @@ def render(lines: list[str], font_px: int = FONT_PX, size: tuple[int, int] = A4)
     return page
 
 
+def photo(size: tuple[int, int] = (1200, 800)) -> Image.Image:
+    """A picture with no words in it, as a photo is: sky, a meadow, two hills, the sun and a house."""
+    w, h = size
+    image = Image.new("RGB", size, (135, 180, 220))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((0, h * 0.65, w, h), fill=(70, 140, 60))
+    draw.ellipse((w * 0.75, h * 0.08, w * 0.88, h * 0.28), fill=(250, 220, 90))
+    draw.polygon([(w * 0.17, h * 0.65), (w * 0.35, h * 0.28), (w * 0.53, h * 0.65)], fill=(120, 110, 100))
+    draw.polygon([(w * 0.43, h * 0.65), (w * 0.63, h * 0.33), (w * 0.83, h * 0.65)], fill=(100, 95, 90))
+    draw.rectangle((w * 0.1, h * 0.75, w * 0.27, h * 0.9), fill=(160, 60, 50))
+    draw.polygon([(w * 0.08, h * 0.75), (w * 0.18, h * 0.65), (w * 0.28, h * 0.75)], fill=(90, 40, 30))
+    return image
+
+
 def encode(pages: list[Image.Image], fmt: str) -> bytes:
     """`pages` as one file: PNG and JPEG take the first page, TIFF and PDF all of them (the PDF
     holds the images only, no text layer)."""
