@@ -37,14 +37,13 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field
 
 from actors.object_store import ObjectStore, content_key
-from actors.vllm_extractor import local_model_folder
+from actors.vllm_extractor import EngineConfig
 from pipeline import records
 from pipeline.documents.ocr_describe import (
     ENGINE_FAILED,
@@ -61,9 +60,6 @@ from pipeline.documents.ocr_describe import (
 
 BACKEND = "vllm"
 MODEL_SETTING = "CORPUSMEM_DESCRIBE_MODEL"
-# Engine arguments this config owns.
-_OWNED_ENGINE_KWARGS = ("model", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
-                        "gpu_memory_utilization", "limit_mm_per_prompt")
 # What the postprocess keeps of a row: what `finish` reads, as the engine names it.
 _KEPT = ("doc_row", "pages", "describe_error", "generated_text", "num_input_tokens", "num_generated_tokens",
          "time_taken_llm")
@@ -71,16 +67,16 @@ _KEPT = ("doc_row", "pages", "describe_error", "generated_text", "num_input_toke
 _log = logging.getLogger(__name__)
 
 
-class VLLMDescriberConfig(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class VLLMDescriberConfig(EngineConfig):
+    OWNED: ClassVar[tuple[str, ...]] = (*EngineConfig.OWNED, "limit_mm_per_prompt")
+    SETTING: ClassVar[str] = MODEL_SETTING
+    WHO: ClassVar[str] = "the visual description"
 
     model_path: str = Field(description=f"{MODEL_SETTING}: a local vision-language model folder (config.json, "
                                         "weights, tokenizer and processor) on every GPU node; nothing is downloaded.")
     batch_size: int = Field(default=8, ge=1, le=1024,
                             description="Documents per batch sent to an engine. Each carries up to max_pages "
                                         "images, so batches are smaller than the extractor's.")
-    concurrency: int | tuple[int, int] = Field(
-        default=1, description="Engine replicas, one GPU each: n autoscales 1..n, (m, n) between m and n.")
     max_pages: int = Field(default=4, ge=1, le=32,
                            description="Recognised pages of one document shown to the model; the later pages of "
                                        "a longer scan keep their OCR text alone. Each page is about 1,000 prompt "
@@ -88,8 +84,6 @@ class VLLMDescriberConfig(BaseModel):
     max_model_len: int = Field(default=16384, ge=1024,
                                description="Prompt (images included) plus answer tokens per request; must hold "
                                            "max_pages images.")
-    gpu_memory_utilization: float = Field(default=0.85, gt=0, le=0.98,
-                                          description="Share of GPU memory vLLM takes for weights and KV cache.")
     max_tokens: int = Field(default=1024, ge=16,
                             description="Answer cap per request: about 200 tokens per page described. Too low "
                                         "truncates the answer, and no page of it is used.")
@@ -99,28 +93,8 @@ class VLLMDescriberConfig(BaseModel):
         default_factory=dict, description="Further vLLM engine arguments (e.g. mm_processor_kwargs, "
         "max_num_seqs); not the ones named above.")
 
-    @field_validator("model_path", mode="before")
-    @classmethod
-    def _local_model(cls, value: object) -> str:
-        return local_model_folder(value, MODEL_SETTING, "the visual description")
-
-    @field_validator("engine_kwargs")
-    @classmethod
-    def _not_owned(cls, value: dict[str, Any]) -> dict[str, Any]:
-        owned = sorted(set(value) & set(_OWNED_ENGINE_KWARGS))
-        if owned:
-            raise ValueError(f"engine_kwargs may not set {', '.join(owned)}: they are fields of this config")
-        return value
-
-    @property
-    def model_name(self) -> str:
-        return Path(self.model_path).name
-
     def resolved_engine_kwargs(self) -> dict[str, Any]:
-        return {**self.engine_kwargs, "max_model_len": self.max_model_len,
-                "gpu_memory_utilization": self.gpu_memory_utilization,
-                "limit_mm_per_prompt": {"image": self.max_pages},
-                "tensor_parallel_size": 1, "pipeline_parallel_size": 1}
+        return {**super().resolved_engine_kwargs(), "limit_mm_per_prompt": {"image": self.max_pages}}
 
 
 def build_describe_processor(config: VLLMDescriberConfig, *, object_store: str, max_pixels: int):

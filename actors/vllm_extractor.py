@@ -36,7 +36,7 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -51,9 +51,6 @@ from pipeline.claims.extraction import (
 
 BACKEND = "vllm"
 MODEL_SETTING = "CORPUSMEM_LLM_MODEL"
-# Engine arguments this config owns: one GPU per replica, and the two named fields below.
-_OWNED_ENGINE_KWARGS = ("model", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
-                        "gpu_memory_utilization")
 
 
 def local_model_folder(value: object, setting: str, who: str) -> str:
@@ -68,8 +65,16 @@ def local_model_folder(value: object, setting: str, who: str) -> str:
     return str(path.resolve())
 
 
-class VLLMExtractorConfig(BaseModel):
+class EngineConfig(BaseModel):
+    """What configures one of the project's vLLM processors (the extractor's and normalizer's, the
+    describer's): a local model on one GPU per replica. Subclasses give their defaults."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
+    # engine arguments the config's own fields decide, which `engine_kwargs` may not set
+    OWNED: ClassVar[tuple[str, ...]] = ("model", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
+                                        "gpu_memory_utilization")
+    SETTING: ClassVar[str] = MODEL_SETTING
+    WHO: ClassVar[str] = "the vllm extractor"
 
     model_path: str = Field(description=f"{MODEL_SETTING}: a local model folder (with config.json and the "
                                         "tokenizer) on every GPU node; nothing is downloaded.")
@@ -96,12 +101,12 @@ class VLLMExtractorConfig(BaseModel):
     @field_validator("model_path", mode="before")
     @classmethod
     def _local_model(cls, value: object) -> str:
-        return local_model_folder(value, MODEL_SETTING, "the vllm extractor")
+        return local_model_folder(value, cls.SETTING, cls.WHO)
 
     @field_validator("engine_kwargs")
     @classmethod
     def _not_owned(cls, value: dict[str, Any]) -> dict[str, Any]:
-        owned = sorted(set(value) & set(_OWNED_ENGINE_KWARGS))
+        owned = sorted(set(value) & set(cls.OWNED))
         if owned:
             raise ValueError(f"engine_kwargs may not set {', '.join(owned)}: they are fields of this config "
                              "(one GPU per replica)")
@@ -115,6 +120,10 @@ class VLLMExtractorConfig(BaseModel):
         return {**self.engine_kwargs, "max_model_len": self.max_model_len,
                 "gpu_memory_utilization": self.gpu_memory_utilization,
                 "tensor_parallel_size": 1, "pipeline_parallel_size": 1}
+
+
+class VLLMExtractorConfig(EngineConfig):
+    """The extractor's (and the normalizer's) processors: the base's defaults."""
 
 
 def extractor_version(config: VLLMExtractorConfig) -> str:
