@@ -104,6 +104,7 @@ class RunReport:
     facts_left_to: list[str] = field(default_factory=list)   # runs whose facts phase covers this one's
     ray_job: dict[str, str | None] = field(default_factory=dict)   # `runtime.job_info`
     nodes: dict[str, dict[str, int]] = field(default_factory=dict)  # `runtime.placements`
+    embedding: dict[str, Any] = field(default_factory=dict)   # the run's model and execution: `ModelRef.summary`
 
     def add(self, row: dict[str, Any]) -> None:
         self.seen += 1
@@ -153,7 +154,8 @@ class RunReport:
                 "failures": self.failures, "parked": self.parked,
                 "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
                 "wall_seconds": round(self.wall_seconds, 3),
-                "pipeline_seconds": round(self.pipeline_seconds, 3), "ray_job": self.ray_job, "nodes": self.nodes}
+                "pipeline_seconds": round(self.pipeline_seconds, 3), "ray_job": self.ray_job, "nodes": self.nodes,
+                "embedding": self.embedding}
 
     def render(self) -> str:
         c = self.counts
@@ -178,6 +180,7 @@ class RunReport:
             f"{c['claim_vectors_computed']} claims), {c['vectors_reused']} reused from earlier versions, "
             f"{c['vectors_cached']} taken from a text already encoded in this run",
             f"  OCR              {c['ocr_pages']} pages in {self.stage_seconds.get('ocr', 0.0):.2f} busy s",
+            *self._render_embedding(),
             "  busy seconds per stage (summed over workers):",
             "    " + "  ".join(f"{s} {self.stage_seconds.get(s, 0.0):.2f}" for s in records.STAGES),
         ]
@@ -188,6 +191,18 @@ class RunReport:
                          + ", whose pipeline was still running")
         lines += self._render_ray()
         return "\n".join(lines)
+
+    def _render_embedding(self) -> list[str]:
+        if not self.embedding:
+            return []
+        e = self.embedding
+        lines = [f"  embedding        {e['execution']} (vectors pinned as {e['model']})"]
+        if calibration := e.get("calibration"):
+            timed = ", ".join(f"{execution} {1000 * s:.1f}" for execution, s in calibration["seconds_per_chunk"].items())
+            lines.append(f"    chosen by calibration, ms per chunk and its {calibration['claims_per_chunk']} claims on "
+                         f"{calibration['threads']} threads: {timed} ("
+                         + ("kept from " if calibration["cached"] else "measured ") + f"{calibration['measured_at']})")
+        return lines
 
     def _render_ray(self) -> list[str]:
         j = self.ray_job
