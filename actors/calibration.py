@@ -24,7 +24,8 @@ import random
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections import defaultdict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import metadata
@@ -34,20 +35,26 @@ from typing import Any
 from actors import onnx_embedder
 from actors.embedder import SAME_VECTORS_AS_TORCH, ModelRef
 
-# Bump when what is timed, or how, changes: every machine then calibrates again.
+# Bump when how the texts are timed changes (their sizes are in the key): every machine then
+# calibrates again.
 VERSION = "1"
 
 # Claims an import embeds per chunk. Measured: 300 generated notes gave 1,227 chunks and 3,814
 # claims; the LoCoMo development set 555 and 1,526.
 CLAIMS_PER_CHUNK = 3
-# Chunks per round (with CLAIMS_PER_CHUNK claims each), and rounds: each execution keeps its best
-# round, since on a machine shared with other work some rounds run slow.
-CHUNK_TEXTS = 8
-ROUNDS = 3
-# A chunk runs from this fraction of the run's target length to all of it; a claim's characters
-# (LoCoMo's chat turns: median 125 characters).
+# The texts timed: chunks from this share of the run's target length up to all of it (LoCoMo's
+# chunks at the default 800: 487 to 782 characters, p10 to p90), claims of these characters
+# (LoCoMo's 35 to 148, generated notes' 48 to 86).
 CHUNK_SHARE = (0.6, 1.0)
-CLAIM_CHARS = (40, 180)
+CLAIM_CHARS = (35, 150)
+# An embedder call holds up to 128 documents' texts, so a token count recurs: per count, 53 claims
+# and 6.6 chunks on LoCoMo, 356 claims and 44 chunks on 300 notes. The bfloat16 execution batches
+# only texts of one count (8 claims of 30 tokens ran at 4.4x the speed of one alone, 4 chunks of
+# 180 tokens at 1.5x, more of them no faster), so the texts timed are groups of one count: two
+# counts of claims, a full batch each, and two counts of chunks.
+CLAIM_GROUP, CHUNK_GROUP, GROUPS = 32, 4, 2
+# Each execution keeps the better of two rounds: on a machine shared with other work some run slow.
+ROUNDS = 2
 
 # int8 is chosen only where it takes at most 1/INT8_MARGIN of the time of the fastest other
 # execution: its vectors lose recall against torch's (under 0.01 by `bench recall`), and it
@@ -111,7 +118,8 @@ def choose(seconds: Mapping[str, float], *, same_vectors_as_torch: bool = False)
 
 def machine_key(model: ModelRef, *, threads: int, batch_size: int, chunk_chars: int) -> dict[str, Any]:
     """What the timings depend on: another value of any of these is calibrated anew."""
-    return {"version": VERSION, "model": model.name, "weights": onnx_embedder.weights_digest(Path(model.path)),
+    return {"version": VERSION, "timed": [*CHUNK_SHARE, *CLAIM_CHARS, CHUNK_GROUP, CLAIM_GROUP, GROUPS, ROUNDS],
+            "model": model.name, "weights": onnx_embedder.weights_digest(Path(model.path)),
             "cpu": _cpu_name(), "cpu_flags": sorted(_cpu_flags() & set(_FLAGS)), "threads": threads,
             "batch_size": batch_size, "chunk_chars": chunk_chars,
             "libraries": {name: _version(name) for name in _LIBRARIES}}
@@ -175,25 +183,37 @@ def candidates(model_path: str) -> list[str]:
             *([INT8] if onnx else [])]
 
 
-def texts(chunk_chars: int) -> tuple[list[str], list[str]]:
-    """The calibration's chunks and claims: generated, the same on every machine."""
+def texts(chunk_chars: int, count_tokens: Callable[[list[str]], list[int]]) -> tuple[list[str], list[str]]:
+    """The calibration's chunks and claims, generated the same on every machine: among many of each
+    length range, the GROUPS token counts (by the model's tokenizer, `count_tokens`) most of them
+    have, CHUNK_GROUP and CLAIM_GROUP texts of each."""
     rng = random.Random(0)
-    chunks = [_text(rng, rng.randint(int(chunk_chars * CHUNK_SHARE[0]), int(chunk_chars * CHUNK_SHARE[1])))
-              for _ in range(CHUNK_TEXTS)]
-    claims = [_text(rng, rng.randint(*CLAIM_CHARS)) for _ in range(CHUNK_TEXTS * CLAIMS_PER_CHUNK)]
-    return chunks, claims
+    low, high = int(chunk_chars * CHUNK_SHARE[0]), int(chunk_chars * CHUNK_SHARE[1])
+    chunks = [_text(rng, rng.randint(low, high)) for _ in range(60 * CHUNK_GROUP)]
+    claims = [_text(rng, rng.randint(*CLAIM_CHARS)) for _ in range(40 * CLAIM_GROUP)]
+    return _grouped(chunks, count_tokens, CHUNK_GROUP), _grouped(claims, count_tokens, CLAIM_GROUP)
 
 
-def measure(model: ModelRef, *, threads: int, batch_size: int, chunk_chars: int) -> dict[str, dict[str, float]]:
+def _grouped(candidates: list[str], count_tokens: Callable[[list[str]], list[int]], size: int) -> list[str]:
+    by_count: dict[int, list[str]] = defaultdict(list)
+    for text, count in zip(candidates, count_tokens(candidates)):
+        by_count[count].append(text)
+    common = sorted(by_count, key=lambda count: (-len(by_count[count]), count))[:GROUPS]
+    return [text for count in common for text in by_count[count][:size]]
+
+
+def measure(model: ModelRef, *, threads: int, batch_size: int, chunk_chars: int) -> dict[str, Any]:
     """Each candidate execution's best seconds, over ROUNDS interleaved rounds, on the chunks and
-    on the claims of `texts`."""
+    on the claims of `texts`; and how many of each were timed."""
     from actors.embedder import load_model
 
-    chunks, claims = texts(chunk_chars)
-    runs = {}
-    for execution in candidates(model.path):
-        runs[execution] = load_model(ModelRef(model.name, model.path, execution, model.cache), "cpu", threads)
-        runs[execution].encode(chunks[:2] + claims[:2], batch_size=batch_size)   # the first call allocates
+    runs = {execution: load_model(ModelRef(model.name, model.path, execution, model.cache), "cpu", threads)
+            for execution in candidates(model.path)}
+    tokenizer, limit = runs["torch"].tokenizer, runs["torch"].max_seq_length
+    chunks, claims = texts(chunk_chars, lambda group: [len(ids) for ids in tokenizer(
+        group, truncation=True, max_length=limit)["input_ids"]])
+    for encoder in runs.values():
+        encoder.encode(chunks[:2] + claims[:2], batch_size=batch_size)   # the first call allocates
     best = {execution: {"chunks": math.inf, "claims": math.inf} for execution in runs}
     for _ in range(ROUNDS):
         for execution, encoder in runs.items():
@@ -201,7 +221,7 @@ def measure(model: ModelRef, *, threads: int, batch_size: int, chunk_chars: int)
                 started = time.perf_counter()
                 encoder.encode(group, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
                 best[execution][kind] = min(best[execution][kind], time.perf_counter() - started)
-    return best
+    return {"seconds": best, "texts": {"chunks": len(chunks), "claims": len(claims)}}
 
 
 _WORDS = ("the a of to and in that is was for on with as by at from it this be are have has will said about after "
@@ -265,14 +285,12 @@ def main(request: str) -> None:
     asked = json.loads(request)
     name, path, cache = asked["model"]
     key = asked["key"]
-    seconds = measure(ModelRef(name, path, "torch", cache), threads=key["threads"], batch_size=key["batch_size"],
-                      chunk_chars=key["chunk_chars"])
+    measured = measure(ModelRef(name, path, "torch", cache), threads=key["threads"], batch_size=key["batch_size"],
+                       chunk_chars=key["chunk_chars"])
     out = Path(asked["out"])
     staging = out.with_name(out.name + f".{os.getpid()}.staging")
-    staging.write_text(json.dumps({"key": key, "seconds": seconds, "texts": {"chunks": CHUNK_TEXTS,
-                                                                               "claims": CHUNK_TEXTS * CLAIMS_PER_CHUNK},
-                                   "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds")},
-                                  indent=1))
+    staging.write_text(json.dumps({"key": key, **measured,
+                                   "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=1))
     os.replace(staging, out)
 
 

@@ -5,6 +5,7 @@ machine, measured again when what it depends on changes."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -130,9 +131,22 @@ def test_a_calibration_that_fails_names_the_setting_that_skips_it(tmp_path):
     assert not list((tmp_path / "cache").glob("calibration-*.json"))
 
 
-def test_the_calibration_texts_are_the_same_everywhere_and_as_long_as_asked():
-    chunks, claims = calibration.texts(800)
-    assert (chunks, claims) == calibration.texts(800)
-    assert len(chunks) == calibration.CHUNK_TEXTS and len(claims) == calibration.CHUNK_TEXTS * calibration.CLAIMS_PER_CHUNK
-    assert all(400 <= len(c) <= 800 for c in chunks)
-    assert all(20 <= len(c) <= calibration.CLAIM_CHARS[1] for c in claims)
+def test_the_calibration_times_groups_of_one_token_count_of_the_runs_lengths():
+    """An import's embedder call holds many texts of each token count; bfloat16 batches only those,
+    so the texts timed come in groups of one count, as long as the run's chunks and claims."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model(DEFAULT_MODEL).path)
+
+    def count(texts: list[str]) -> list[int]:
+        return [len(ids) for ids in tokenizer(texts, truncation=True, max_length=256)["input_ids"]]
+
+    chunks, claims = calibration.texts(800, count)
+    assert (chunks, claims) == calibration.texts(800, count)
+    for texts, group, chars in ((chunks, calibration.CHUNK_GROUP, (480, 800)),
+                                (claims, calibration.CLAIM_GROUP, calibration.CLAIM_CHARS)):
+        counts = Counter(count(texts))
+        assert list(counts.values()) == [group] * calibration.GROUPS
+        assert all(chars[0] - 30 <= len(t) <= chars[1] for t in texts)
+    shorter, _ = calibration.texts(400, count)
+    assert max(map(len, shorter)) <= 400 < min(map(len, chunks))
