@@ -3,8 +3,8 @@
 On a CPU machine the least an import can spend is encoding the corpus's text once with the
 embedding model. The floor is exactly that, measured in this process in the same run: the
 corpus's documents cut into 1,000-character pieces, encoded once with the same model and threads
-by the fastest execution this machine's calibration found on chunks, or by the import's own where
-that is faster on these pieces (`_floors`). The import runs as a child process in an empty memory,
+by the fastest execution this machine offers on a sample of those pieces, or by the import's own
+where that is faster on all of them (`_floors`). The import runs as a child process in an empty memory,
 on a Ray of its own, and is timed from its start to the moment its run report says the run is
 done (the facts decided and served), and to its exit (Ray stopped); its driver's peak memory is
 sampled all along. The ratios floor / import, to the report and to the exit, are the figures:
@@ -37,6 +37,8 @@ from jobs.bench import serve as bench_serve
 from jobs.bench import synthetic
 
 PIECE_CHARS = 1000
+# Pieces each execution encodes to find the fastest on this corpus's pieces, before the floor.
+FLOOR_SAMPLE = 48
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -148,23 +150,31 @@ def _gpu() -> bool:
 
 
 def _floors(corpus: Path, threads: int, batch_size: int) -> dict[str, Any]:
-    """The floor: the pieces encoded by the execution this machine's calibration found fastest on
-    chunks (torch where it has none), and by the import's execution where that is another; the
-    faster of the two is the floor, so an import is never compared with a slower execution than
-    its own."""
+    """The floor: the pieces encoded by the fastest execution this machine offers, as timed on a
+    sample of the same pieces (torch alone where `auto` calibrated nothing, as on a GPU), and by the
+    import's own execution where that is another; the faster of the two is the floor, so an import
+    is never compared with a slower execution than its own."""
     from actors.embedder import resolve_model
 
     settings = runtime.settings()
     pieces = corpus_pieces(corpus)
     used = runtime.embedding_model(settings, None, gpu=_gpu())
-    fastest = used.calibration.fastest_on_chunks() if used.calibration is not None else "torch"
-    timed = {fastest: _encode_seconds(pieces, resolve_model(settings.embedding_model, fastest, settings.model_cache),
-                                      threads, batch_size)}
+
+    def encode(texts: list[str], execution: str) -> float:
+        return _encode_seconds(texts, resolve_model(settings.embedding_model, execution, settings.model_cache),
+                               threads, batch_size)
+
+    offered = list(used.calibration.seconds) if used.calibration is not None else ["torch"]
+    sample = pieces[::max(1, len(pieces) // FLOOR_SAMPLE)][:FLOOR_SAMPLE]
+    on_sample = {execution: encode(sample, execution) for execution in offered} if len(offered) > 1 else {}
+    fastest = min(on_sample, key=on_sample.__getitem__) if on_sample else offered[0]
+    timed = {fastest: encode(pieces, fastest)}
     if used.execution not in timed:
-        timed[used.execution] = _encode_seconds(pieces, used, threads, batch_size)
+        timed[used.execution] = encode(pieces, used.execution)
     floor = min(timed, key=timed.__getitem__)
     return {"pieces": len(pieces), "characters": sum(map(len, pieces)), "execution": used.execution,
-            "floor_execution": floor, "floor_seconds": timed[floor], "floor_timings": timed}
+            "floor_execution": floor, "floor_seconds": timed[floor], "floor_timings": timed,
+            "floor_sample_seconds": on_sample}
 
 
 def _run_figures(corpus: Path, home: Path, args: argparse.Namespace, dated_by: str) -> dict[str, Any]:

@@ -53,42 +53,51 @@ def test_the_table_gives_the_ratio_each_stage_and_the_scaling():
     assert "2x the corpus: 1.50x the import time (floor 2.00x), driver peak RSS 1.01x" in table
 
 
-def _floors(tmp_path: Path, monkeypatch, used, seconds: dict[str, float]) -> dict:
-    """`_floors` over one document, with the import's model `used` and each execution's seconds on
-    the pieces given (no model is loaded)."""
+def _floors(tmp_path: Path, monkeypatch, used, seconds: dict[str, float]) -> tuple[dict, list]:
+    """`_floors` over one document, with the import's model `used` and each execution's seconds
+    per piece given (no model is loaded); and the (execution, pieces) it encoded."""
     (tmp_path / "a.md").write_text("a" * 2500)
     monkeypatch.setattr(imports.runtime, "embedding_model", lambda settings, dsn, gpu=False: used)
     monkeypatch.setattr(imports, "_gpu", lambda: False)
-    timed = []
+    monkeypatch.setattr(imports, "FLOOR_SAMPLE", 2)
+    encoded = []
 
     def encode_seconds(pieces, ref, threads, batch_size):
-        timed.append(ref.execution)
-        return seconds[ref.execution]
+        encoded.append((ref.execution, len(pieces)))
+        return seconds[ref.execution] * len(pieces)
 
     monkeypatch.setattr(imports, "_encode_seconds", encode_seconds)
-    floors = imports._floors(tmp_path, 2, 32)
-    assert sorted(timed) == sorted(floors["floor_timings"]) and floors["pieces"] == 3
-    return floors
+    return imports._floors(tmp_path, 2, 32), encoded
 
 
-def test_the_floor_is_the_fastest_execution_the_calibration_found_or_the_imports_own_where_faster(
+CALIBRATED = Calibration({"threads": 2}, {e: {"chunks": 1.0, "claims": 1.0} for e in
+                                          ("torch", "onnx", "torch-bf16", "onnx-int8")},
+                         {"chunks": 8, "claims": 24}, "2026-01-01T00:00:00+00:00")
+
+
+def test_the_floor_is_the_fastest_execution_on_the_same_pieces_or_the_imports_own_where_faster(
         tmp_path, monkeypatch):
-    calibrated = Calibration({"threads": 2}, {"torch": {"chunks": 3.0, "claims": 1.0},
-                                               "torch-bf16": {"chunks": 1.0, "claims": 2.0},
-                                               "onnx-int8": {"chunks": 2.0, "claims": 0.1}},
-                             {"chunks": 8, "claims": 24}, "2026-01-01T00:00:00+00:00")
-    used = replace(resolve_model(DEFAULT_MODEL, "onnx-int8"), calibration=calibrated)
-    floors = _floors(tmp_path, monkeypatch, used, {"torch-bf16": 5.0, "onnx-int8": 6.0})
-    assert floors["floor_execution"] == "torch-bf16" and floors["floor_seconds"] == 5.0
-    assert floors["execution"] == "onnx-int8" and floors["floor_timings"]["onnx-int8"] == 6.0
-    # on these pieces the import's own execution was the faster: it is the floor
-    floors = _floors(tmp_path, monkeypatch, used, {"torch-bf16": 5.0, "onnx-int8": 4.0})
-    assert floors["floor_execution"] == "onnx-int8" and floors["floor_seconds"] == 4.0
+    used = replace(resolve_model(DEFAULT_MODEL, "onnx-int8"), calibration=CALIBRATED)
+    seconds = {"torch": 3.0, "onnx": 2.0, "torch-bf16": 1.0, "onnx-int8": 1.5}
+    floors, encoded = _floors(tmp_path, monkeypatch, used, seconds)
+    # every execution on a sample of 2 pieces, then the fastest and the import's own on all 3
+    assert encoded == [(e, 2) for e in CALIBRATED.seconds] + [("torch-bf16", 3), ("onnx-int8", 3)]
+    assert floors["floor_execution"] == "torch-bf16" and floors["floor_seconds"] == 3.0
+    assert floors["execution"] == "onnx-int8" and floors["floor_timings"] == {"torch-bf16": 3.0, "onnx-int8": 4.5}
+    assert floors["floor_sample_seconds"] == {e: 2 * s for e, s in seconds.items()}
+
+
+def test_the_imports_own_execution_is_the_floor_where_it_is_the_fastest(tmp_path, monkeypatch):
+    used = replace(resolve_model(DEFAULT_MODEL, "onnx-int8"), calibration=CALIBRATED)
+    floors, encoded = _floors(tmp_path, monkeypatch, used, {"torch": 3.0, "onnx": 2.0, "torch-bf16": 1.0,
+                                                            "onnx-int8": 0.5})
+    assert encoded[-1] == ("onnx-int8", 3) and len(encoded) == 5
+    assert floors["floor_execution"] == "onnx-int8" and floors["floor_timings"] == {"onnx-int8": 1.5}
 
 
 def test_without_a_calibration_the_floor_is_torch_and_the_imports_own_execution(tmp_path, monkeypatch):
-    used = resolve_model(DEFAULT_MODEL, "onnx-int8")   # set by hand: nothing calibrated
-    floors = _floors(tmp_path, monkeypatch, used, {"torch": 9.0, "onnx-int8": 6.0})
-    assert floors["floor_timings"] == {"torch": 9.0, "onnx-int8": 6.0} and floors["floor_seconds"] == 6.0
-    floors = _floors(tmp_path, monkeypatch, resolve_model(DEFAULT_MODEL, "torch"), {"torch": 9.0})
-    assert floors["floor_timings"] == {"torch": 9.0}
+    floors, encoded = _floors(tmp_path, monkeypatch, resolve_model(DEFAULT_MODEL, "onnx"),   # set by hand
+                              {"torch": 3.0, "onnx": 2.0})
+    assert encoded == [("torch", 3), ("onnx", 3)] and floors["floor_seconds"] == 6.0
+    floors, encoded = _floors(tmp_path, monkeypatch, resolve_model(DEFAULT_MODEL, "torch"), {"torch": 3.0})
+    assert encoded == [("torch", 3)] and floors["floor_timings"] == {"torch": 9.0}
