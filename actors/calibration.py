@@ -26,7 +26,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -87,6 +87,9 @@ class Calibration:
     texts: dict[str, int]                  # {"chunks": n, "claims": n}
     measured_at: str
     cached: bool = False                   # read from the cache, not measured by this process
+    # the 1-minute load average as the timing ended (its own threads included) and the CPUs: a
+    # machine busy with other work slows some executions more than others
+    load: list[float] | None = None
 
     def per_chunk(self) -> dict[str, float]:
         """Seconds per chunk and its claims: what an import spends, by execution."""
@@ -100,7 +103,7 @@ class Calibration:
         """What a run report shows: each execution's seconds per chunk and its claims, and on what."""
         return {"seconds_per_chunk": {e: round(s, 5) for e, s in self.per_chunk().items()},
                 "claims_per_chunk": CLAIMS_PER_CHUNK, "threads": self.key["threads"], "cached": self.cached,
-                "measured_at": self.measured_at}
+                "measured_at": self.measured_at, "load": self.load}
 
 
 def choose(seconds: Mapping[str, float], *, same_vectors_as_torch: bool = False) -> str:
@@ -144,7 +147,7 @@ def calibrate(model: ModelRef, *, threads: int, batch_size: int, chunk_chars: in
     measured = _read(path, key)
     if measured is None:
         raise CalibrationFailed(f"the calibration wrote no result to {path}")
-    return Calibration(measured.key, measured.seconds, measured.texts, measured.measured_at, cached=False)
+    return replace(measured, cached=False)
 
 
 def _read(path: Path, key: dict[str, Any]) -> Calibration | None:
@@ -154,7 +157,8 @@ def _read(path: Path, key: dict[str, Any]) -> Calibration | None:
         kept = json.loads(path.read_text())
         if kept["key"] != key:
             return None
-        return Calibration(kept["key"], kept["seconds"], kept["texts"], kept["measured_at"], cached=True)
+        return Calibration(kept["key"], kept["seconds"], kept["texts"], kept["measured_at"], cached=True,
+                           load=kept.get("load"))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -289,7 +293,8 @@ def main(request: str) -> None:
                        chunk_chars=key["chunk_chars"])
     out = Path(asked["out"])
     staging = out.with_name(out.name + f".{os.getpid()}.staging")
-    staging.write_text(json.dumps({"key": key, **measured,
+    load = [round(os.getloadavg()[0], 2), os.cpu_count()] if hasattr(os, "getloadavg") else None
+    staging.write_text(json.dumps({"key": key, **measured, "load": load,
                                    "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=1))
     os.replace(staging, out)
 

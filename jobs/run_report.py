@@ -201,7 +201,9 @@ class RunReport:
             timed = ", ".join(f"{execution} {1000 * s:.1f}" for execution, s in calibration["seconds_per_chunk"].items())
             lines.append(f"    chosen by calibration, ms per chunk and its {calibration['claims_per_chunk']} claims on "
                          f"{calibration['threads']} threads: {timed} ("
-                         + ("kept from " if calibration["cached"] else "measured ") + f"{calibration['measured_at']})")
+                         + ("kept from " if calibration["cached"] else "measured ") + f"{calibration['measured_at']}"
+                         + (f", load average {calibration['load'][0]} on {calibration['load'][1]} CPUs"
+                            if calibration.get("load") else "") + ")")
         return lines
 
     def _render_ray(self) -> list[str]:

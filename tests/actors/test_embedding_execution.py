@@ -5,6 +5,7 @@ them, and the embedder's rule that no text is encoded twice."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 
 import numpy as np
@@ -209,6 +210,7 @@ def test_a_calibration_times_every_execution_this_machine_offers_in_a_child_proc
     timed = calibration.calibrate(ref, threads=1, batch_size=32, chunk_chars=800)
     assert not timed.cached and set(timed.seconds) == set(calibration.candidates(ref.path))
     assert all(0 < s[kind] < 60 for s in timed.seconds.values() for kind in ("chunks", "claims"))
+    assert timed.load is None or (timed.load[0] >= 0 and timed.load[1] == os.cpu_count())
     assert calibration.calibrate(ref, threads=1, batch_size=32, chunk_chars=800).seconds == timed.seconds
     assert choose_execution("auto", pinned=None, gpu=False, model_path=ref.path,
                             calibrate=lambda: timed) == calibration.choose(timed.per_chunk())
