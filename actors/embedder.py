@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import time
 from collections import OrderedDict
@@ -143,12 +144,34 @@ def kept_model(ref: ModelRef, device: str = "auto", threads: int | None = None):
 
 
 def model_dimension(ref: ModelRef) -> int:
-    """The vectors' dimension, without loading torch when an ONNX execution is chosen."""
+    """The vectors' dimension, without loading torch where the ONNX export or the model folder's
+    configuration states it (a driver that loads torch for it is 400 MiB and seconds larger)."""
     if ref.execution in _ONNX:
         from actors import onnx_embedder
 
         return onnx_embedder.dimension(onnx_embedder.prepare(ref.path, ref.execution, ref.cache))
-    return embedding_dim(load_model(ref, "cpu"))
+    return configured_dimension(Path(ref.path)) or embedding_dim(load_model(ref, "cpu"))
+
+
+def configured_dimension(path: Path) -> int | None:
+    """The dimension a sentence-transformers folder's modules state: the last Dense layer's
+    `out_features`, else the pooling's width times its modes, past any Normalize; None where a
+    module of another kind decides it."""
+    try:
+        for module in reversed(json.loads((path / "modules.json").read_text())):
+            kind = module["type"].rsplit(".", 1)[-1]
+            if kind == "Normalize":
+                continue
+            if kind not in ("Dense", "Pooling"):
+                return None
+            config = json.loads((path / module["path"] / "config.json").read_text())
+            if kind == "Dense":
+                return int(config["out_features"])
+            modes = sum(1 for name, on in config.items() if name.startswith("pooling_mode_") and on is True)
+            return int(config["word_embedding_dimension"]) * modes or None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return None
 
 
 def embedding_dim(model) -> int:

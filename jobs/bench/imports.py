@@ -150,21 +150,23 @@ def _gpu() -> bool:
 
 
 def _floors(corpus: Path, threads: int, batch_size: int) -> dict[str, Any]:
-    """The floor: the pieces encoded by the fastest execution this machine offers, as timed on a
-    sample of the same pieces (torch alone where `auto` calibrated nothing, as on a GPU), and by the
-    import's own execution where that is another; the faster of the two is the floor, so an import
-    is never compared with a slower execution than its own."""
+    """The floor: the pieces encoded by the fastest execution this machine offers (on a GPU, torch),
+    as timed on a sample of the same pieces, and by the import's own execution where that is
+    another; the faster of the two is the floor, so an import is never compared with a slower
+    execution than its own, whatever CORPUSMEM_EMBEDDING_EXECUTION says."""
+    from actors import calibration
     from actors.embedder import resolve_model
 
     settings = runtime.settings()
     pieces = corpus_pieces(corpus)
-    used = runtime.embedding_model(settings, None, gpu=_gpu())
+    gpu = _gpu()
+    used = runtime.embedding_model(settings, None, gpu=gpu)
 
     def encode(texts: list[str], execution: str) -> float:
         return _encode_seconds(texts, resolve_model(settings.embedding_model, execution, settings.model_cache),
                                threads, batch_size)
 
-    offered = list(used.calibration.seconds) if used.calibration is not None else ["torch"]
+    offered = ["torch"] if gpu else calibration.candidates(used.path)
     sample = pieces[::max(1, len(pieces) // FLOOR_SAMPLE)][:FLOOR_SAMPLE]
     on_sample = {execution: encode(sample, execution) for execution in offered} if len(offered) > 1 else {}
     fastest = min(on_sample, key=on_sample.__getitem__) if on_sample else offered[0]

@@ -150,3 +150,11 @@ def test_the_calibration_times_groups_of_one_token_count_of_the_runs_lengths():
         assert all(chars[0] - 30 <= len(t) <= chars[1] for t in texts)
     shorter, _ = calibration.texts(400, count)
     assert max(map(len, shorter)) <= 400 < min(map(len, chunks))
+
+
+def test_the_margins_the_docs_state_are_the_codes():
+    root = Path(__file__).resolve().parents[2]
+    for page in ("docs/performance.md", "docs/settings.md"):
+        text = (root / page).read_text()
+        assert f"{INT8_MARGIN:g}× faster than every other" in text, page
+        assert f"{BF16_MARGIN:g}× faster than fp32" in text, page

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -214,3 +215,23 @@ def test_a_calibration_times_every_execution_this_machine_offers_in_a_child_proc
     assert calibration.calibrate(ref, threads=1, batch_size=32, chunk_chars=800).seconds == timed.seconds
     assert choose_execution("auto", pinned=None, gpu=False, model_path=ref.path,
                             calibrate=lambda: timed) == calibration.choose(timed.per_chunk())
+
+
+def test_the_dimension_is_read_from_the_model_folder_without_loading_the_model(tmp_path, torch_vectors):
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+
+    from actors.embedder import configured_dimension
+
+    shipped = resolve_model(DEFAULT_MODEL)
+    assert configured_dimension(Path(shipped.path)) == 384 == torch_vectors.shape[1]
+    base = SentenceTransformer(shipped.path, device="cpu", local_files_only=True)
+    dense = models.Dense(384, 128, activation_function=torch.nn.Identity())
+    folder = tmp_path / "minilm-dense-128"
+    SentenceTransformer(modules=[base[0], base[1], dense, models.Normalize()], device="cpu").save(str(folder))
+    assert configured_dimension(folder) == 128 == model_dimension(resolve_model(str(folder), "torch-bf16"))
+    # a module whose width the folder does not state: the model is loaded to ask it
+    modules = json.loads((folder / "modules.json").read_text())
+    modules[-2]["type"] = "sentence_transformers.models.SomethingElse"
+    (folder / "modules.json").write_text(json.dumps(modules))
+    assert configured_dimension(folder) is None

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
-from actors.calibration import Calibration
+from actors import calibration
 from actors.embedder import DEFAULT_MODEL, resolve_model
 from jobs.bench import imports
 from tests.support.locomo import CONVERSATION
@@ -53,12 +52,14 @@ def test_the_table_gives_the_ratio_each_stage_and_the_scaling():
     assert "2x the corpus: 1.50x the import time (floor 2.00x), driver peak RSS 1.01x" in table
 
 
-def _floors(tmp_path: Path, monkeypatch, used, seconds: dict[str, float]) -> tuple[dict, list]:
-    """`_floors` over one document, with the import's model `used` and each execution's seconds
-    per piece given (no model is loaded); and the (execution, pieces) it encoded."""
+def _floors(tmp_path: Path, monkeypatch, used, seconds: dict[str, float], *, gpu: bool = False) -> tuple[dict, list]:
+    """`_floors` over one document on a machine that offers OFFERED (or a GPU), with the import's
+    model `used` and each execution's seconds per piece given (no model is loaded); and the
+    (execution, pieces) it encoded."""
     (tmp_path / "a.md").write_text("a" * 2500)
     monkeypatch.setattr(imports.runtime, "embedding_model", lambda settings, dsn, gpu=False: used)
-    monkeypatch.setattr(imports, "_gpu", lambda: False)
+    monkeypatch.setattr(imports, "_gpu", lambda: gpu)
+    monkeypatch.setattr(calibration, "candidates", lambda path: list(OFFERED))
     monkeypatch.setattr(imports, "FLOOR_SAMPLE", 2)
     encoded = []
 
@@ -70,34 +71,30 @@ def _floors(tmp_path: Path, monkeypatch, used, seconds: dict[str, float]) -> tup
     return imports._floors(tmp_path, 2, 32), encoded
 
 
-CALIBRATED = Calibration({"threads": 2}, {e: {"chunks": 1.0, "claims": 1.0} for e in
-                                          ("torch", "onnx", "torch-bf16", "onnx-int8")},
-                         {"chunks": 8, "claims": 24}, "2026-01-01T00:00:00+00:00")
+OFFERED = ("torch", "onnx", "torch-bf16", "onnx-int8")
 
 
 def test_the_floor_is_the_fastest_execution_on_the_same_pieces_or_the_imports_own_where_faster(
         tmp_path, monkeypatch):
-    used = replace(resolve_model(DEFAULT_MODEL, "onnx-int8"), calibration=CALIBRATED)
+    used = resolve_model(DEFAULT_MODEL, "onnx-int8")
     seconds = {"torch": 3.0, "onnx": 2.0, "torch-bf16": 1.0, "onnx-int8": 1.5}
     floors, encoded = _floors(tmp_path, monkeypatch, used, seconds)
     # every execution on a sample of 2 pieces, then the fastest and the import's own on all 3
-    assert encoded == [(e, 2) for e in CALIBRATED.seconds] + [("torch-bf16", 3), ("onnx-int8", 3)]
+    assert encoded == [(e, 2) for e in OFFERED] + [("torch-bf16", 3), ("onnx-int8", 3)]
     assert floors["floor_execution"] == "torch-bf16" and floors["floor_seconds"] == 3.0
     assert floors["execution"] == "onnx-int8" and floors["floor_timings"] == {"torch-bf16": 3.0, "onnx-int8": 4.5}
     assert floors["floor_sample_seconds"] == {e: 2 * s for e, s in seconds.items()}
 
 
 def test_the_imports_own_execution_is_the_floor_where_it_is_the_fastest(tmp_path, monkeypatch):
-    used = replace(resolve_model(DEFAULT_MODEL, "onnx-int8"), calibration=CALIBRATED)
-    floors, encoded = _floors(tmp_path, monkeypatch, used, {"torch": 3.0, "onnx": 2.0, "torch-bf16": 1.0,
-                                                            "onnx-int8": 0.5})
-    assert encoded[-1] == ("onnx-int8", 3) and len(encoded) == 5
-    assert floors["floor_execution"] == "onnx-int8" and floors["floor_timings"] == {"onnx-int8": 1.5}
+    used = resolve_model(DEFAULT_MODEL, "torch-bf16")   # set by hand: the floor still tries every execution
+    floors, encoded = _floors(tmp_path, monkeypatch, used, {"torch": 3.0, "onnx": 2.0, "torch-bf16": 0.5,
+                                                            "onnx-int8": 1.0})
+    assert encoded[-1] == ("torch-bf16", 3) and len(encoded) == 5
+    assert floors["floor_execution"] == "torch-bf16" and floors["floor_timings"] == {"torch-bf16": 1.5}
 
 
-def test_without_a_calibration_the_floor_is_torch_and_the_imports_own_execution(tmp_path, monkeypatch):
-    floors, encoded = _floors(tmp_path, monkeypatch, resolve_model(DEFAULT_MODEL, "onnx"),   # set by hand
-                              {"torch": 3.0, "onnx": 2.0})
-    assert encoded == [("torch", 3), ("onnx", 3)] and floors["floor_seconds"] == 6.0
-    floors, encoded = _floors(tmp_path, monkeypatch, resolve_model(DEFAULT_MODEL, "torch"), {"torch": 3.0})
+def test_on_a_gpu_the_floor_is_torch(tmp_path, monkeypatch):
+    floors, encoded = _floors(tmp_path, monkeypatch, resolve_model(DEFAULT_MODEL, "torch"), {"torch": 3.0},
+                              gpu=True)
     assert encoded == [("torch", 3)] and floors["floor_timings"] == {"torch": 9.0}
