@@ -50,10 +50,10 @@ def instant(text: str) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
-def embedding_model(settings: Settings, dsn: str | None, *, gpu: bool = False, threads: int | None = None):
+def embedding_model(settings: Settings, dsn: str | None, *, gpu: bool = False):
     """The embedding model of the memory at `dsn` (None: a new memory), with the execution its
     vectors need (`CORPUSMEM_EMBEDDING_EXECUTION`); imports and reads take it from here alike.
-    `auto` on a CPU chooses by this machine's calibration (`threads` per embedder: all the CPUs)."""
+    `auto` on a CPU chooses by this machine's calibration (`embedding_calibration`)."""
     from dataclasses import replace
 
     from actors.embedder import choose_execution, resolve_model
@@ -64,7 +64,7 @@ def embedding_model(settings: Settings, dsn: str | None, *, gpu: bool = False, t
     calibrated = []
 
     def calibrate():
-        calibrated.append(embedding_calibration(settings, base, threads))
+        calibrated.append(embedding_calibration(settings, base))
         return calibrated[-1]
 
     execution = choose_execution(settings.embedding_execution, pinned=pinned, gpu=gpu, model_path=base.path,
@@ -80,12 +80,13 @@ def embedding_model(settings: Settings, dsn: str | None, *, gpu: bool = False, t
     return ref
 
 
-def embedding_calibration(settings: Settings, model, threads: int | None = None):
-    """This machine's calibration of `model` (`actors.calibration`), for embedders of `threads`
-    CPU threads (default: all of them, one embedder) and the settings' batch and chunk sizes."""
+def embedding_calibration(settings: Settings, model):
+    """This machine's calibration of `model` (`actors.calibration`) for one embedder with all the
+    CPUs as its threads (an import's, at its default of one worker), and the settings' batch and
+    chunk sizes."""
     from actors import calibration
 
-    return calibration.calibrate(model, threads=threads or os.cpu_count() or 1, batch_size=settings.embed_batch(False),
+    return calibration.calibrate(model, threads=os.cpu_count() or 1, batch_size=settings.embed_batch(False),
                                  chunk_chars=settings.chunk_target_chars)
 
 
