@@ -1,8 +1,9 @@
 """The embedding model run by torch on a CPU in bfloat16, where the CPU computes bfloat16 natively.
 
 The model's own sentence-transformers weights and code, under `torch.autocast("cpu", bfloat16)`:
-on a CPU with AVX-512 BF16 or AMX it ran at 2.1–2.6× fp32 torch, its vectors at cosine ≥ 0.99997
-of fp32's. Those are other vectors, so the execution is pinned with the model (`model@torch-bf16`).
+on a CPU with AVX-512 BF16 it ran at about 2× fp32 torch, its vectors at cosine ≥ 0.99994 of fp32's
+(LoCoMo's turns and chunks). Those are other vectors, so the execution is pinned with the model
+(`model@torch-bf16`).
 
 A padded batch rounds differently with its batch-mates (components moved by up to 1e-3), so texts
 are encoded in groups of exactly the same token count: no padding, and a text's vector is the same
