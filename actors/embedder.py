@@ -10,19 +10,24 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from actors import metrics
 from pipeline import records
 
+if TYPE_CHECKING:
+    from actors.calibration import Calibration
+
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
-DEFAULT_CPU_EXECUTION = "onnx-int8"
 
 
 class ModelNotFound(FileNotFoundError):
@@ -30,9 +35,10 @@ class ModelNotFound(FileNotFoundError):
 
 
 # How the model is run. `onnx` reproduces torch's vectors (cosine 1.0000 measured on LoCoMo
-# chunks and claims), so the two share a pin; int8 weights give other vectors, pinned apart.
-EXECUTIONS = ("torch", "onnx", "onnx-int8")
-_SAME_VECTORS_AS_TORCH = ("torch", "onnx")
+# chunks and claims), so the two share a pin; bfloat16 and int8 give other vectors, pinned apart.
+EXECUTIONS = ("torch", "onnx", "torch-bf16", "onnx-int8")
+SAME_VECTORS_AS_TORCH = ("torch", "onnx")
+_ONNX = ("onnx", "onnx-int8")
 
 
 @dataclass(frozen=True)
@@ -40,26 +46,40 @@ class ModelRef:
     name: str                 # the model: the setting, or the shipped model's name
     path: str                 # where the weights are
     execution: str = "torch"  # one of EXECUTIONS
-    cache: str = ""           # CORPUSMEM_MODEL_CACHE: where the ONNX executions' graphs are kept
+    cache: str = ""           # CORPUSMEM_MODEL_CACHE: where the ONNX executions' graphs and calibrations are kept
+    # the calibration `auto` chose the execution by, if it did (`actors.calibration`)
+    calibration: Calibration | None = field(default=None, compare=False)
 
     @property
     def pin(self) -> str:
         """What the deployment pins: the model and, when it changes the vectors, the execution."""
-        return self.name if self.execution in _SAME_VECTORS_AS_TORCH else f"{self.name}@{self.execution}"
+        return self.name if self.execution in SAME_VECTORS_AS_TORCH else f"{self.name}@{self.execution}"
+
+    def summary(self) -> dict[str, Any]:
+        """The execution and, when calibrated, the timings it was chosen by: for the run report."""
+        return {"model": self.pin, "execution": self.execution,
+                "calibration": self.calibration.summary() if self.calibration is not None else None}
 
 
-def choose_execution(setting: str, *, pinned: str | None, gpu: bool, model_path: str) -> str:
-    """`auto`: a memory keeps the vectors it was made with; a new one is made with torch on a GPU
-    and with int8 ONNX on a CPU. Models whose pooling the ONNX execution cannot follow use torch."""
+def choose_execution(setting: str, *, pinned: str | None, gpu: bool, model_path: str,
+                     calibrate: Callable[[], Calibration] | None = None) -> str:
+    """`auto`: a memory keeps the vectors it was made with; a new one is made with torch on a GPU,
+    and on a CPU with the execution `calibrate` finds fastest (`actors.calibration.choose`: int8 and
+    bfloat16 by a margin); a memory of torch's vectors, on a CPU, with the faster of torch and onnx.
+    Without `calibrate` (a reader embedding a question), onnx where the model allows it."""
     if setting != "auto":
         return setting
     from actors import onnx_embedder
 
     if pinned is not None and "@" in pinned:
         return pinned.rsplit("@", 1)[1]
-    if gpu or not onnx_embedder.supports(Path(model_path)):
+    if gpu:
         return "torch"
-    return "onnx" if pinned is not None else DEFAULT_CPU_EXECUTION
+    if calibrate is None:
+        return "onnx" if onnx_embedder.supports(Path(model_path)) else "torch"
+    from actors.calibration import choose
+
+    return choose(calibrate().per_chunk(), same_vectors_as_torch=pinned is not None)
 
 
 def resolve_model(setting: str, execution: str = "torch", cache: str = "") -> ModelRef:
@@ -94,7 +114,7 @@ def load_model(ref: ModelRef, device: str = "auto", threads: int | None = None):
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    if ref.execution != "torch":
+    if ref.execution in _ONNX:
         from actors import onnx_embedder
 
         return onnx_embedder.OnnxEmbedder(onnx_embedder.prepare(ref.path, ref.execution, ref.cache), ref.execution,
@@ -102,12 +122,19 @@ def load_model(ref: ModelRef, device: str = "auto", threads: int | None = None):
     import torch
     from sentence_transformers import SentenceTransformer
 
-    if device == "auto":
+    if ref.execution == "torch-bf16":
+        device = "cpu"   # its vectors are the CPU's bfloat16 products, on any machine
+    elif device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu" and threads:
         # A Ray actor is given one thread by default; on CPU that ran at 0.63x of two threads.
         torch.set_num_threads(threads)
-    return SentenceTransformer(ref.path, device=device, local_files_only=True)
+    model = SentenceTransformer(ref.path, device=device, local_files_only=True)
+    if ref.execution == "torch-bf16":
+        from actors.bf16_embedder import Bf16Embedder
+
+        return Bf16Embedder(model)
+    return model
 
 
 @functools.lru_cache(maxsize=2)
@@ -117,12 +144,34 @@ def kept_model(ref: ModelRef, device: str = "auto", threads: int | None = None):
 
 
 def model_dimension(ref: ModelRef) -> int:
-    """The vectors' dimension, without loading torch when an ONNX execution is chosen."""
-    if ref.execution != "torch":
+    """The vectors' dimension, without loading torch where the ONNX export or the model folder's
+    configuration states it (a driver that loads torch for it is 400 MiB and seconds larger)."""
+    if ref.execution in _ONNX:
         from actors import onnx_embedder
 
         return onnx_embedder.dimension(onnx_embedder.prepare(ref.path, ref.execution, ref.cache))
-    return embedding_dim(load_model(ref, "cpu"))
+    return configured_dimension(Path(ref.path)) or embedding_dim(load_model(ref, "cpu"))
+
+
+def configured_dimension(path: Path) -> int | None:
+    """The dimension a sentence-transformers folder's modules state: the last Dense layer's
+    `out_features`, else the pooling's width times its modes, past any Normalize; None where a
+    module of another kind decides it."""
+    try:
+        for module in reversed(json.loads((path / "modules.json").read_text())):
+            kind = module["type"].rsplit(".", 1)[-1]
+            if kind == "Normalize":
+                continue
+            if kind not in ("Dense", "Pooling"):
+                return None
+            config = json.loads((path / module["path"] / "config.json").read_text())
+            if kind == "Dense":
+                return int(config["out_features"])
+            modes = sum(1 for name, on in config.items() if name.startswith("pooling_mode_") and on is True)
+            return int(config["word_embedding_dimension"]) * modes or None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return None
 
 
 def embedding_dim(model) -> int:

@@ -33,7 +33,7 @@ class UnsupportedModel(ValueError):
     pass
 
 
-def _weights_digest(model_path: Path) -> str:
+def weights_digest(model_path: Path) -> str:
     """Which weights the export came from: a changed model folder is exported anew."""
     h = hashlib.sha256(_EXPORT_VERSION.encode())
     for name in sorted(p.name for p in model_path.iterdir() if p.suffix in (".safetensors", ".bin", ".json")):
@@ -76,7 +76,7 @@ def prepare(model_path: str, execution: str, cache: str) -> Path:
     from filelock import FileLock
 
     source = Path(model_path)
-    folder = Path(cache).expanduser() / f"{source.name}-{_weights_digest(source)}"
+    folder = Path(cache).expanduser() / f"{source.name}-{weights_digest(source)}"
     graph = folder / _GRAPH[execution]
     if graph.exists():
         return folder

@@ -82,7 +82,7 @@ def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmP
     authority = store.open_store(settings, embedding_model=model.pin, embedding_dim=model_dimension(model),
                                  build_revision=runtime.build_revision())
     run = _start_run(authority.dsn, options, settings)
-    report, owner, progress = RunReport(run.run_id), _owner(authority.dsn, run.run_id), None
+    report, owner, progress = RunReport(run.run_id, embedding=model.summary()), _owner(authority.dsn, run.run_id), None
     pipeline_started = time.perf_counter()
     try:
         runs.hold_run(owner, run.run_id)

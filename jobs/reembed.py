@@ -93,9 +93,10 @@ def target_model(settings: Settings, pinned: str, options: ReembedOptions, *, gp
     """The model and execution to move to: `--model` (else the pinned one), `--execution` (else
     what `CORPUSMEM_EMBEDDING_EXECUTION` would pick for a new memory of that model)."""
     name = options.model or (pinned.rsplit("@", 1)[0] if pinned.rsplit("@", 1)[-1] in EXECUTIONS else pinned)
-    base = resolve_model(name)
-    execution = options.execution or choose_execution(settings.embedding_execution, pinned=None, gpu=gpu,
-                                                      model_path=base.path)
+    base = resolve_model(name, cache=settings.model_cache)
+    execution = options.execution or choose_execution(
+        settings.embedding_execution, pinned=None, gpu=gpu, model_path=base.path,
+        calibrate=lambda: runtime.embedding_calibration(settings, base))
     return resolve_model(name, execution, settings.model_cache)
 
 
@@ -236,8 +237,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "shipped one)")
     parser.add_argument("--execution", choices=EXECUTIONS, default=None,
                         help="run the model (with --model, the new one; else the pinned one) this way: torch, "
-                             "onnx (the same vectors as torch) or onnx-int8 (default with --model: as "
-                             "CORPUSMEM_EMBEDDING_EXECUTION picks for a new memory)")
+                             "onnx (the same vectors as torch), torch-bf16 or onnx-int8 (default with --model: "
+                             "as CORPUSMEM_EMBEDDING_EXECUTION picks for a new memory)")
     parser.add_argument("--drop-previous", action="store_true",
                         help="delete the vectors a switch kept of the previous model")
     parser.add_argument("--workers", type=int, default=1, metavar="N", help="embedder actors")

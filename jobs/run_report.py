@@ -106,6 +106,7 @@ class RunReport:
     facts_left_to: list[str] = field(default_factory=list)   # runs whose facts phase covers this one's
     ray_job: dict[str, str | None] = field(default_factory=dict)   # `runtime.job_info`
     nodes: dict[str, dict[str, int]] = field(default_factory=dict)  # `runtime.placements`
+    embedding: dict[str, Any] = field(default_factory=dict)   # the run's model and execution: `ModelRef.summary`
 
     def add(self, row: dict[str, Any]) -> None:
         if row["outcome"] == records.EXTRACTED:   # the LLM stages' claims, not a document
@@ -164,7 +165,8 @@ class RunReport:
                 "description_failures": dict(sorted(self.description_failures.items())),
                 "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
                 "wall_seconds": round(self.wall_seconds, 3),
-                "pipeline_seconds": round(self.pipeline_seconds, 3), "ray_job": self.ray_job, "nodes": self.nodes}
+                "pipeline_seconds": round(self.pipeline_seconds, 3), "ray_job": self.ray_job, "nodes": self.nodes,
+                "embedding": self.embedding}
 
     def render(self) -> str:
         c = self.counts
@@ -190,6 +192,7 @@ class RunReport:
             f"{c['vectors_cached']} taken from a text already encoded in this run",
             f"  OCR              {c['ocr_pages']} pages in {self.stage_seconds.get('ocr', 0.0):.2f} busy s",
             *self._render_described(),
+            *self._render_embedding(),
             "  busy seconds per stage (summed over workers):",
             "    " + "  ".join(f"{s} {self.stage_seconds.get(s, 0.0):.2f}" for s in records.STAGES),
         ]
@@ -209,6 +212,20 @@ class RunReport:
         why = ", ".join(f"{reason} {n}" for reason, n in sorted(self.description_failures.items()))
         return [f"  described        {c['described_pages']} pages by a vision model, {c['descriptions_failed']} not"
                 + (f" ({why})" if why else "")]
+
+    def _render_embedding(self) -> list[str]:
+        if not self.embedding:
+            return []
+        e = self.embedding
+        lines = [f"  embedding        {e['execution']} (vectors pinned as {e['model']})"]
+        if calibration := e.get("calibration"):
+            timed = ", ".join(f"{execution} {1000 * s:.1f}" for execution, s in calibration["seconds_per_chunk"].items())
+            lines.append(f"    chosen by calibration, ms per chunk and its {calibration['claims_per_chunk']} claims on "
+                         f"{calibration['threads']} threads: {timed} ("
+                         + ("kept from " if calibration["cached"] else "measured ") + f"{calibration['measured_at']}"
+                         + (f", load average {calibration['load'][0]} on {calibration['load'][1]} CPUs"
+                            if calibration.get("load") else "") + ")")
+        return lines
 
     def _render_ray(self) -> list[str]:
         j = self.ray_job

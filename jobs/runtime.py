@@ -52,14 +52,25 @@ def instant(text: str) -> datetime:
 
 def embedding_model(settings: Settings, dsn: str | None, *, gpu: bool = False):
     """The embedding model of the memory at `dsn` (None: a new memory), with the execution its
-    vectors need (`CORPUSMEM_EMBEDDING_EXECUTION`); imports and reads take it from here alike."""
+    vectors need (`CORPUSMEM_EMBEDDING_EXECUTION`); imports and reads take it from here alike.
+    `auto` on a CPU chooses by this machine's calibration (`embedding_calibration`)."""
+    from dataclasses import replace
+
     from actors.embedder import choose_execution, resolve_model
     from sql.store import authority as store
 
-    base = resolve_model(settings.embedding_model)
+    base = resolve_model(settings.embedding_model, cache=settings.model_cache)
     pinned = store.pinned_model(dsn) if dsn else None
-    execution = choose_execution(settings.embedding_execution, pinned=pinned, gpu=gpu, model_path=base.path)
-    ref = resolve_model(settings.embedding_model, execution, settings.model_cache)
+    calibrated = []
+
+    def calibrate():
+        calibrated.append(embedding_calibration(settings, base))
+        return calibrated[-1]
+
+    execution = choose_execution(settings.embedding_execution, pinned=pinned, gpu=gpu, model_path=base.path,
+                                 calibrate=calibrate)
+    ref = replace(resolve_model(settings.embedding_model, execution, settings.model_cache),
+                  calibration=calibrated[0] if calibrated else None)
     if pinned is not None and ref.pin != pinned:
         # a question embedded by another model than the memory's would be compared with vectors of
         # another space (after `corpusmem reembed` moved the memory, the setting must follow)
@@ -67,6 +78,16 @@ def embedding_model(settings: Settings, dsn: str | None, *, gpu: bool = False):
             f"this memory's vectors come from embedding model {pinned!r}; refusing {ref.pin!r} from the settings. "
             f"Set CORPUSMEM_EMBEDDING_MODEL={pinned.split('@')[0]} and CORPUSMEM_EMBEDDING_EXECUTION=auto")
     return ref
+
+
+def embedding_calibration(settings: Settings, model):
+    """This machine's calibration of `model` (`actors.calibration`) for one embedder with all the
+    CPUs as its threads (an import's, at its default of one worker), and the settings' batch and
+    chunk sizes."""
+    from actors import calibration
+
+    return calibration.calibrate(model, threads=os.cpu_count() or 1, batch_size=settings.embed_batch(False),
+                                 chunk_chars=settings.chunk_target_chars)
 
 
 # What `ray job submit` hands its entrypoint: the job's metadata, with its submission id and name.

@@ -42,12 +42,16 @@ SETTINGS: tuple[Setting, ...] = (
             "wheel) or a local model folder. Pinned by the first import; another model against the "
             "same memory is refused."),
     Setting("CORPUSMEM_EMBEDDING_EXECUTION", "embedding_execution", "auto",
-            "How the embedding model runs: `torch`, `onnx` (ONNX Runtime, the same vectors as torch) or "
-            "`onnx-int8` (int8 weights: other vectors, about 1.5x faster than `onnx` on a CPU). `auto`: "
-            "an existing memory keeps what its vectors were made with; a new one gets `torch` on a GPU "
-            "and `onnx-int8` on a CPU. An execution that changes the vectors is pinned with the model."),
+            "How the embedding model runs: `torch`, `onnx` (ONNX Runtime, the same vectors as torch), "
+            "`torch-bf16` (torch in bfloat16 on a CPU that has it natively: other vectors) or `onnx-int8` "
+            "(int8 weights: other vectors). `auto`: an existing memory keeps what its vectors were made "
+            "with; a new one gets `torch` on a GPU and, on a CPU, the fastest execution of a calibration on "
+            "this machine (a few seconds, once per model, CPU, threads and library versions, kept in "
+            "CORPUSMEM_MODEL_CACHE), where `onnx-int8` and `torch-bf16` must win by a margin "
+            "(docs/performance.md). An execution that changes the vectors is pinned with the model."),
     Setting("CORPUSMEM_MODEL_CACHE", "model_cache", "~/.cache/corpusmem/models",
-            "Where the ONNX executions' graphs are exported, once per machine and model."),
+            "Where the ONNX executions' graphs are exported, once per machine and model, and where the "
+            "calibration of `CORPUSMEM_EMBEDDING_EXECUTION=auto` is kept."),
     Setting("CORPUSMEM_EMBEDDING_DEVICE", "embedding_device", "auto",
             "`auto` (a GPU when the actor has one, else CPU), `cpu` or `cuda`."),
     Setting("CORPUSMEM_EMBED_BATCH_SIZE", "embed_batch_size", "0",
@@ -141,7 +145,7 @@ class Settings(BaseModel):
     db_password: str | None = Field(default=None, description="CORPUSMEM_DB_PASSWORD")
     object_store: str | None = Field(default=None, description="CORPUSMEM_OBJECT_STORE")
     embedding_model: str = Field(description="CORPUSMEM_EMBEDDING_MODEL")
-    embedding_execution: str = Field(pattern="^(auto|torch|onnx|onnx-int8)$",
+    embedding_execution: str = Field(pattern="^(auto|torch|onnx|torch-bf16|onnx-int8)$",
                                      description="CORPUSMEM_EMBEDDING_EXECUTION")
     model_cache: str = Field(min_length=1, description="CORPUSMEM_MODEL_CACHE")
     embedding_device: str = Field(pattern="^(auto|cpu|cuda)$", description="CORPUSMEM_EMBEDDING_DEVICE")

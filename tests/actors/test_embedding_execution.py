@@ -1,15 +1,18 @@
-"""How the embedding model runs: torch, ONNX Runtime in fp32 (the same vectors) or with int8
-weights (other vectors, pinned apart), and the embedder's rule that no text is encoded twice."""
+"""How the embedding model runs: torch, ONNX Runtime in fp32 (the same vectors), torch in bfloat16
+or ONNX Runtime with int8 weights (other vectors, pinned apart), the calibration that chooses among
+them, and the embedder's rule that no text is encoded twice."""
 
 from __future__ import annotations
 
 import json
+import os
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from actors import onnx_embedder
+from actors import bf16_embedder, calibration, onnx_embedder
 from actors.embedder import (
     DEFAULT_MODEL,
     Embed,
@@ -103,13 +106,8 @@ def test_a_model_the_onnx_execution_cannot_follow_is_refused_by_name(tmp_path):
     assert choose_execution("auto", pinned=None, gpu=False, model_path=str(folder)) == "torch"
 
 
-def test_auto_keeps_a_memorys_vectors_and_picks_by_hardware_for_a_new_one():
+def test_a_pin_that_names_its_execution_is_followed_whatever_the_setting_auto_would_choose():
     path = resolve_model(DEFAULT_MODEL).path
-    assert choose_execution("auto", pinned=None, gpu=False, model_path=path) == "onnx-int8"
-    assert choose_execution("auto", pinned=None, gpu=True, model_path=path) == "torch"
-    # a memory made with fp32 vectors: the faster execution of the same vectors
-    assert choose_execution("auto", pinned=DEFAULT_MODEL, gpu=False, model_path=path) == "onnx"
-    assert choose_execution("auto", pinned=DEFAULT_MODEL, gpu=True, model_path=path) == "torch"
     assert choose_execution("auto", pinned=f"{DEFAULT_MODEL}@onnx-int8", gpu=True, model_path=path) == "onnx-int8"
     assert choose_execution("torch", pinned=f"{DEFAULT_MODEL}@onnx-int8", gpu=False, model_path=path) == "torch"
 
@@ -168,3 +166,72 @@ def test_a_texts_vector_never_depends_on_the_texts_encoded_beside_it(cache):
         for size in (1, 2, len(TEXTS)):
             assert np.array_equal(model.encode(TEXTS, batch_size=size, normalize_embeddings=True), alone)
         assert np.array_equal(model.encode(TEXTS[::-1], normalize_embeddings=True)[::-1], alone)
+
+def test_bfloat16_vectors_never_depend_on_the_texts_encoded_beside_them():
+    """A padded bfloat16 batch rounds with its batch-mates; grouped by exact token count, a text's
+    vector is the same bytes alone and in any batch, whatever the batch-mates and their order."""
+    model = load_model(resolve_model(DEFAULT_MODEL, "torch-bf16"), "cpu", threads=1)
+    assert model.batch_invariant
+    # texts of one token count, so that some batches really hold several texts
+    same = ["Dana Kim leads the billing migration.", "Owen Lee leads the search migration.",
+            "Maya Ray leads the pricing migration."]
+    texts = [*TEXTS, *same, "Nate asked about the cutover on Friday."]
+    counts = model._model.preprocess(texts)["attention_mask"].sum(dim=1).tolist()
+    assert len({counts[i] for i in range(len(TEXTS), len(TEXTS) + len(same))}) == 1
+    alone = np.stack([model.encode(t, normalize_embeddings=True) for t in texts])
+    for size in (1, 2, 3, len(texts)):
+        assert np.array_equal(model.encode(texts, batch_size=size, normalize_embeddings=True), alone)
+    assert np.array_equal(model.encode(texts[::-1], normalize_embeddings=True)[::-1], alone)
+    assert np.array_equal(model.encode(same[1:] + TEXTS[:1], normalize_embeddings=True)[:2], alone[len(TEXTS) + 1:-1])
+
+
+def test_bfloat16_is_close_to_torch_but_pinned_apart(torch_vectors):
+    ref = resolve_model(DEFAULT_MODEL, "torch-bf16")
+    got = load_model(ref, "cpu", threads=1).encode(TEXTS, normalize_embeddings=True)
+    assert got.shape == torch_vectors.shape and got.dtype == np.float32
+    cosines = np.sum(got * torch_vectors, axis=1)
+    assert np.min(cosines) > 0.999 and not np.array_equal(got, torch_vectors)
+    assert ref.pin == f"{DEFAULT_MODEL}@torch-bf16" and model_dimension(ref) == 384
+
+
+def test_bfloat16_is_offered_only_where_the_cpu_has_it(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+    assert not bf16_embedder.native()
+    assert calibration.candidates(resolve_model(DEFAULT_MODEL).path) == ["torch", "onnx", "onnx-int8"]
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True)
+    assert bf16_embedder.native()
+    assert calibration.candidates(resolve_model(DEFAULT_MODEL).path) == ["torch", "onnx", "torch-bf16", "onnx-int8"]
+
+
+def test_a_calibration_times_every_execution_this_machine_offers_in_a_child_process(cache):
+    ref = resolve_model(DEFAULT_MODEL, cache=cache)
+    timed = calibration.calibrate(ref, threads=1, batch_size=32, chunk_chars=800)
+    assert not timed.cached and set(timed.seconds) == set(calibration.candidates(ref.path))
+    assert all(0 < s[kind] < 60 for s in timed.seconds.values() for kind in ("chunks", "claims"))
+    assert timed.load is None or (timed.load[0] >= 0 and timed.load[1] == os.cpu_count())
+    assert calibration.calibrate(ref, threads=1, batch_size=32, chunk_chars=800).seconds == timed.seconds
+    assert choose_execution("auto", pinned=None, gpu=False, model_path=ref.path,
+                            calibrate=lambda: timed) == calibration.choose(timed.per_chunk())
+
+
+def test_the_dimension_is_read_from_the_model_folder_without_loading_the_model(tmp_path, torch_vectors):
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+
+    from actors.embedder import configured_dimension
+
+    shipped = resolve_model(DEFAULT_MODEL)
+    assert configured_dimension(Path(shipped.path)) == 384 == torch_vectors.shape[1]
+    base = SentenceTransformer(shipped.path, device="cpu", local_files_only=True)
+    dense = models.Dense(384, 128, activation_function=torch.nn.Identity())
+    folder = tmp_path / "minilm-dense-128"
+    SentenceTransformer(modules=[base[0], base[1], dense, models.Normalize()], device="cpu").save(str(folder))
+    assert configured_dimension(folder) == 128 == model_dimension(resolve_model(str(folder), "torch-bf16"))
+    # a module whose width the folder does not state: the model is loaded to ask it
+    modules = json.loads((folder / "modules.json").read_text())
+    modules[-2]["type"] = "sentence_transformers.models.SomethingElse"
+    (folder / "modules.json").write_text(json.dumps(modules))
+    assert configured_dimension(folder) is None

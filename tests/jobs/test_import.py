@@ -93,6 +93,12 @@ def test_changed_document_gets_a_version_and_reuses_vectors_and_claims_of_unchan
     doc.write_text(_long_doc(paragraphs))
     first = do_import(memory, doc.parent)
     assert first.counts["chunks"] >= 4
+    # a new memory on a CPU: the execution this machine's calibration chose, reported with its timings
+    from jobs import runtime
+
+    chosen = runtime.embedding_model(memory, None)
+    assert first.embedding["execution"] == chosen.execution and first.embedding["model"] == chosen.pin
+    assert first.embedding["calibration"]["seconds_per_chunk"] == chosen.calibration.summary()["seconds_per_chunk"]
 
     paragraphs[-1] = "Paragraph 5 now says that Dana leads the billing migration. " * 10
     doc.write_text(_long_doc(paragraphs))

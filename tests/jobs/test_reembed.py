@@ -205,7 +205,8 @@ def test_memory_moves_to_another_model_of_another_dimension(example_memory_copy,
     before_counts = _counts(settings)
     asked: list[str] = []
     with _read_api(settings, asked) as api:
-        report = reembed.run_reembed(settings, _options(model=str(dense_model), workers=2))
+        # torch named: `auto` would choose by this machine's calibration (bfloat16 where the CPU has it)
+        report = reembed.run_reembed(settings, _options(model=str(dense_model), execution="torch", workers=2))
         assert report.dim == 128 and store.pinned_model(settings.dsn) == str(dense_model.resolve())
         found = {q: _search(api, q) for q in QUESTIONS}
         assert all(found.values()) and asked[-1] == str(dense_model.resolve())
@@ -215,7 +216,7 @@ def test_memory_moves_to_another_model_of_another_dimension(example_memory_copy,
                                          " ('chunks'::regclass, 'claims'::regclass, 'facts'::regclass,"
                                          " 'entities'::regclass)")} == {"vector(128)"}
 
-    fresh = memory.model_copy(update={"embedding_model": str(dense_model)})
+    fresh = memory.model_copy(update={"embedding_model": str(dense_model), "embedding_execution": "torch"})
     do_import(fresh, EXAMPLES, modified_at_from="path")
     moved, made = _vectors(settings), _vectors(memory)
     for table in ("chunks", "claims"):

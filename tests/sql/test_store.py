@@ -51,11 +51,14 @@ def test_a_memory_keeps_the_execution_its_vectors_were_made_with(memory):
     from actors.embedder import DEFAULT_MODEL, resolve_model
     from jobs import runtime
 
+    from actors import calibration
+
     assert store.pinned_model(memory.dsn) is None
-    made = runtime.embedding_model(memory, memory.dsn)    # a new memory on a CPU: int8
+    made = runtime.embedding_model(memory, memory.dsn)    # a new memory on a CPU: as this machine's calibration says
+    assert made.execution == calibration.choose(made.calibration.per_chunk())
     store.open_store(memory, embedding_model=made.pin, embedding_dim=384, build_revision="a")
-    assert store.pinned_model(memory.dsn) == f"{DEFAULT_MODEL}@onnx-int8" == made.pin
-    assert runtime.embedding_model(memory, memory.dsn, gpu=True).execution == "onnx-int8"
+    assert store.pinned_model(memory.dsn) == made.pin
+    assert runtime.embedding_model(memory, memory.dsn, gpu=True).pin == made.pin   # also where a GPU is lent
+    other = resolve_model(DEFAULT_MODEL, "torch" if "@" in made.pin else "onnx-int8").pin
     with pytest.raises(store.StoreError, match="CORPUSMEM_EMBEDDING_EXECUTION=auto"):
-        store.open_store(memory, embedding_model=resolve_model(DEFAULT_MODEL, "torch").pin, embedding_dim=384,
-                         build_revision="a")
+        store.open_store(memory, embedding_model=other, embedding_dim=384, build_revision="a")

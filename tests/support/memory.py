@@ -61,13 +61,16 @@ class ExampleImport:
 def import_example(admin_dsn: str, template_db: str, corpus: Path, root: Path, prefix: str,
                    **options: Any) -> tuple[str, Settings, RunReport]:
     """The example corpus imported (`do_import` with `options`) into a new database, its home and
-    object store under `root`: (database, settings, report). A failed import stops the test here."""
+    object store under `root`: (database, settings, report). A failed import stops the test here.
+
+    Its vectors are int8 (`onnx-int8`) on every machine, not what `auto` would calibrate there, so
+    that the tests built on it see the same memory everywhere."""
     from sql.store import embedded
 
     name = unique_name(prefix)
     embedded.ensure_database(admin_dsn, name, template=template_db)
     settings = load_settings({}, home=root / "home", dsn=dsn_for(admin_dsn, name),
-                             object_store=str(root / "objects"))
+                             object_store=str(root / "objects"), embedding_execution="onnx-int8")
     report = do_import(settings, corpus, modified_at_from="path", **options)
     assert report.status == "succeeded" and report.counts["failed"] == 0, report.failures
     return name, settings, report
