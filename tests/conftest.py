@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 # The session's Ray, and the Ray of every command a test starts, is its own (`RAY_ADDRESS=local`):
 # a command joins the Ray of a running `corpusmem serve` only where its test says so.
 os.environ.setdefault("RAY_ADDRESS", "local")
+# The memories of the `corpusmem` processes tests start are int8, as the example memory is
+# (`tests/support/memory.py`), not what `auto` would calibrate on the machine at that moment: a
+# calibration under the suite's load can choose another execution, whose vectors differ, and the
+# tests that compare those memories with the example one (two nodes against one) would then fail.
+os.environ.setdefault("CORPUSMEM_EMBEDDING_EXECUTION", "onnx-int8")
 
 # Row counts of these tables are the example memory's fingerprint: a test that changes any of them
 # in the shared copy would make other tests depend on the order they run in.
