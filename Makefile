@@ -7,8 +7,9 @@ TORCH_CPU ?= torch==2.13.0
 
 .PHONY: install demo test bench notebooks clean
 
-# Where a machine keeps local wheels (the CPU torch among them), as pip is told (PIP_FIND_LINKS).
-FIND_LINKS ?= $(PIP_FIND_LINKS)
+# Where a machine keeps local wheels (the CPU torch among them), as pip is told: PIP_FIND_LINKS or
+# pip's configuration files, which uv does not read.
+FIND_LINKS ?= $(sort $(PIP_FIND_LINKS) $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
 UV := $(VENV)/bin/uv
 
 # uv installs the same packages as pip, resolved the same way, in about 2 minutes instead of 5:
