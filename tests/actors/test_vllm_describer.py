@@ -5,6 +5,7 @@ hand-written rows in the shape Ray's vLLM engine stage returns (tests/fixtures/l
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pyarrow as pa
@@ -105,6 +106,14 @@ def test_a_row_with_nothing_to_show_makes_a_one_token_request(scanned):
     request = _request(typed, store)
     assert request["pages"] == [] and request["describe_error"] is None
     assert request["sampling_params"] == {"temperature": 0.0, "max_tokens": 1}
+
+
+@pytest.fixture
+def caplog(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    """The describer's warnings, whatever level an earlier test of the process (one that started
+    Ray, whose logging set-up raises the root logger's) left behind."""
+    caplog.set_level(logging.WARNING, logger="actors.vllm_describer")
+    return caplog
 
 
 def test_an_original_that_cannot_be_read_again_is_said_and_never_raises(scanned, tmp_path, caplog):
