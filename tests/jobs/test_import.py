@@ -91,10 +91,12 @@ def test_changed_document_gets_a_version_and_reuses_vectors_and_claims_of_unchan
     doc = tmp_path / "corpus" / "notes.md"
     doc.parent.mkdir()
     doc.write_text(_long_doc(paragraphs))
-    first = do_import(memory, doc.parent)
-    assert first.counts["chunks"] >= 4
     # a new memory on a CPU: the execution this machine's calibration chose, reported with its timings
     from jobs import runtime
+
+    memory = memory.model_copy(update={"embedding_execution": "auto"})
+    first = do_import(memory, doc.parent)
+    assert first.counts["chunks"] >= 4
 
     chosen = runtime.embedding_model(memory, None)
     assert first.embedding["execution"] == chosen.execution and first.embedding["model"] == chosen.pin

@@ -53,6 +53,7 @@ def test_a_memory_keeps_the_execution_its_vectors_were_made_with(memory):
 
     from actors import calibration
 
+    memory = memory.model_copy(update={"embedding_execution": "auto"})
     assert store.pinned_model(memory.dsn) is None
     made = runtime.embedding_model(memory, memory.dsn)    # a new memory on a CPU: as this machine's calibration says
     assert made.execution == calibration.choose(made.calibration.per_chunk())
