@@ -26,12 +26,9 @@ install: $(VENV)/.installed
 demo: install
 	$(VENV)/bin/corpusmem demo
 
-# Two workers: the suite waits on Ray's and the servers' start-ups as much as it computes, and the
-# other worker computes meanwhile (tests/conftest.py keeps a module's tests, and the tests of a
-# served Ray, on one worker). `$(PY) -m pytest` alone runs it in one process.
 test: install
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=10
+	$(PY) -m pytest -q --durations=10
 
 bench: install
 	$(VENV)/bin/corpusmem bench import

@@ -97,7 +97,8 @@ _job_name: str | None = None   # the name this process gave its job
 
 
 def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str | None = None,
-             join: bool = True, serves: bool = False, keep: bool = False) -> dict[str, float]:
+             join: bool = True, serves: bool = False, keep: bool = False,
+             dashboard: bool | None = None) -> dict[str, float]:
     """Connect to `RAY_ADDRESS` (shipping this project as the job's working dir), else join the Ray
     of a running `corpusmem serve` of this user (`served_ray`), else do what `ray.init` does (join
     a Ray that `ray start` left running, or start one for this process; `RAY_ADDRESS=local`
@@ -108,7 +109,9 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str |
     application of a name and one HTTP port per Ray). `serves`: this process is `corpusmem serve`,
     which does not join either, and marks the Ray it starts as a server's, for the commands run
     while it serves to join. `keep`: a Ray this process would start is started
-    by `ray start` instead, so that it outlives the process and the next command joins it."""
+    by `ray start` instead, so that it outlives the process and the next command joins it.
+    `dashboard=False`: a Ray this process starts runs no dashboard (one nobody watches, such as a
+    test session's: its processes poll all the while)."""
     global _dashboard_url, _job_name
     import ray
 
@@ -141,7 +144,7 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str |
             address = _start_kept(num_cpus)
         context = ray.init(address=address, num_cpus=num_cpus if address in (None, "local") else None,
                            runtime_env=runtime_env, job_config=job_config, log_to_driver=not quiet,
-                           include_dashboard=None, configure_logging=True,
+                           include_dashboard=dashboard, configure_logging=True,
                            logging_level=logging.ERROR if quiet else logging.INFO)
         _dashboard_url = context.dashboard_url or None
         shutdown.keep_signals()

@@ -41,23 +41,6 @@ _FINGERPRINT_TABLES = ("documents", "versions", "chunks", "claims", "claim_occur
                        "facts", "fact_decisions", "fact_evidence", "import_runs", "stage_work")
 
 
-# The tests that start a `corpusmem serve` on a Ray of its own: an import without RAY_ADDRESS joins
-# the newest such Ray of this user (`runtime.served_ray`), and the test of that join must find its
-# own test's server, not one another worker started a moment later.
-_SERVED_RAY_MODULES = ("tests.jobs.test_shutdown",)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Where `make test` runs the suite on two workers (pytest-xdist, `--dist loadgroup`), the tests
-    of a group run on one worker, one after the other: a module's tests together (its module
-    fixtures, a cluster or a built wheel, are built once), and the modules of a served Ray together."""
-    served = {item.module.__name__ for item in items if "serving" in getattr(item, "fixturenames", ())}
-    served.update(_SERVED_RAY_MODULES)
-    for item in items:
-        module = item.module.__name__
-        item.add_marker(pytest.mark.xdist_group("served-ray" if module in served else module))
-
-
 @pytest.fixture(scope="session")
 def pg_admin_dsn():
     from sql.store import embedded
@@ -101,7 +84,7 @@ def ray_local():
 
     from jobs import runtime
 
-    runtime.init_ray(num_cpus=2, quiet=True)
+    runtime.init_ray(num_cpus=2, quiet=True, dashboard=False)
     yield ray
     ray.shutdown()
 
