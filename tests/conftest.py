@@ -19,7 +19,8 @@ import psycopg
 import pytest
 
 from jobs.settings import Settings, load_settings
-from tests.support.memory import ExampleImport, clone_example, dsn_for, import_example, unique_name
+from tests.support.memory import (ExampleImport, clone_example, dsn_for, import_example, start_session_ray,
+                                  unique_name)
 from tests.support import remember_venv
 from tests.support.paths import EXAMPLES
 
@@ -82,9 +83,7 @@ def memory(pg_admin_dsn: str, template_db: str, tmp_path: Path) -> Settings:
 def ray_local():
     import ray
 
-    from jobs import runtime
-
-    runtime.init_ray(num_cpus=2, quiet=True, dashboard=False)
+    start_session_ray()
     yield ray
     ray.shutdown()
 

@@ -370,3 +370,42 @@ def test_a_holder_killed_without_letting_go_does_not_keep_the_database_running(h
     while _processes(home=home) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _processes(home=home), _describe(_processes(home=home))
+
+
+def test_an_import_with_keep_ray_leaves_its_ray_to_the_next_command_which_joins_it(home: Path):
+    """`--keep-ray`: the Ray an import starts outlives it (started by `ray start`), and the next
+    command, with no RAY_ADDRESS, joins that Ray instead of starting and stopping one of its own."""
+    temp = Path(tempfile.mkdtemp(prefix="cm-ray-kept-"))
+    # Ray's temp folder of its own: `ray start` records its address there, and only the commands
+    # of this test look there (not the test session's, nor another `ray.init` on this machine).
+    env = {k: v for k, v in _env(home).items() if k != "RAY_ADDRESS"} | {"RAY_TMPDIR": str(temp)}
+    first, second = _corpus(home.parent / "first", 3), _corpus(home.parent / "second", 4)
+
+    def run_import(corpus: Path, *flags: str) -> subprocess.CompletedProcess:
+        done = subprocess.run([sys.executable, "-m", "jobs.cli", "import", "--no-progress", *flags, str(corpus)],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=START_S)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        return done
+
+    def raylets() -> set[int]:
+        return {proc.pid for proc in _cluster_processes(temp) if _names([proc]) == {"raylet"}}
+
+    try:
+        kept = run_import(first, "--keep-ray")
+        assert "kept running after this command" in kept.stderr, kept.stderr
+        left = raylets()
+        assert len(left) == 1, _describe(_cluster_processes(temp))   # running after the import exited
+
+        joined = run_import(second)
+        assert "kept running" not in joined.stderr and "new versions     4" in joined.stdout, joined.stdout
+        assert raylets() == left   # joined: it neither started a Ray of its own nor stopped the kept one
+    finally:
+        # Not `ray stop`: it stops every Ray on the machine, the test session's included.
+        procs = _cluster_processes(temp)
+        for proc in procs:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(procs, timeout=10)
+        shutil.rmtree(temp, ignore_errors=True)

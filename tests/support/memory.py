@@ -32,11 +32,22 @@ def unique_name(prefix: str) -> str:
     return f"{prefix}_{os.getpid()}_{next(_counter)}"
 
 
+def start_session_ray() -> None:
+    """The suite's one local Ray, started by whichever test needs it first (the `ray_local` fixture
+    or an import): two CPUs, quiet, and no dashboard (nobody watches it, and its processes poll
+    all the while). Nothing to do once it runs."""
+    from jobs import runtime
+
+    runtime.init_ray(num_cpus=2, quiet=True, dashboard=False)
+
+
 def do_import(memory: Settings, *paths: Path | str, batch_size: int = 4, workers: int = 1,
               **source: object) -> RunReport:
     """`corpusmem import PATHS...` in this process (its Ray is the session's), into `memory`."""
     # Imported here, not at the top: unit tests load this module through conftest and need no Ray.
     from jobs.import_corpus import import_options, run_import
+
+    start_session_ray()
 
     options = import_options(memory, tuple(str(p) for p in paths), source=source, batch_size=batch_size,
                              workers=workers, progress=False)
