@@ -110,8 +110,9 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str |
     which does not join either, and marks the Ray it starts as a server's, for the commands run
     while it serves to join. `keep`: a Ray this process would start is started
     by `ray start` instead, so that it outlives the process and the next command joins it.
-    `dashboard=False`: a Ray this process starts runs no dashboard (one nobody watches, such as a
-    test session's: its processes poll all the while)."""
+    `dashboard=False`: a Ray this process starts runs without the dashboard's modules (Ray keeps
+    only its usage head): for a Ray nobody watches, such as a test session's, whose dashboard
+    processes would poll all the while."""
     global _dashboard_url, _job_name
     import ray
 

@@ -210,15 +210,20 @@ def cluster() -> Iterator[Cluster]:
     try:
         yield Cluster(f"127.0.0.1:{port}", env, temp)
     finally:
-        # Not `ray stop`: it stops every Ray on the machine, the test session's included.
-        procs = _cluster_processes(temp)
-        for proc in procs:
-            try:
-                proc.kill()
-            except psutil.Error:
-                pass
-        psutil.wait_procs(procs, timeout=10)
-        shutil.rmtree(temp, ignore_errors=True)
+        _end_ray_in(temp)
+
+
+def _end_ray_in(temp: Path) -> None:
+    """Kill the Ray whose temp folder is `temp`, and remove the folder. Not `ray stop`: it stops
+    every Ray on the machine, the test session's included."""
+    procs = _cluster_processes(temp)
+    for proc in procs:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(procs, timeout=10)
+    shutil.rmtree(temp, ignore_errors=True)
 
 
 def _cluster_processes(temp: Path) -> list[psutil.Process]:
@@ -378,7 +383,8 @@ def test_an_import_with_keep_ray_leaves_its_ray_to_the_next_command_which_joins_
     temp = Path(tempfile.mkdtemp(prefix="cm-ray-kept-"))
     # Ray's temp folder of its own: `ray start` records its address there, and only the commands
     # of this test look there (not the test session's, nor another `ray.init` on this machine).
-    env = {k: v for k, v in _env(home).items() if k != "RAY_ADDRESS"} | {"RAY_TMPDIR": str(temp)}
+    env = {k: v for k, v in _env(home).items() if k != "RAY_ADDRESS"} | {
+        "RAY_TMPDIR": str(temp), "CORPUSMEM_EMBEDDING_EXECUTION": "onnx-int8"}   # int8 as the suite's (conftest)
     first, second = _corpus(home.parent / "first", 3), _corpus(home.parent / "second", 4)
 
     def run_import(corpus: Path, *flags: str) -> subprocess.CompletedProcess:
@@ -400,12 +406,4 @@ def test_an_import_with_keep_ray_leaves_its_ray_to_the_next_command_which_joins_
         assert "kept running" not in joined.stderr and "new versions     4" in joined.stdout, joined.stdout
         assert raylets() == left   # joined: it neither started a Ray of its own nor stopped the kept one
     finally:
-        # Not `ray stop`: it stops every Ray on the machine, the test session's included.
-        procs = _cluster_processes(temp)
-        for proc in procs:
-            try:
-                proc.kill()
-            except psutil.Error:
-                pass
-        psutil.wait_procs(procs, timeout=10)
-        shutil.rmtree(temp, ignore_errors=True)
+        _end_ray_in(temp)
