@@ -233,7 +233,7 @@ def test_the_read_api_on_the_cluster_serves_the_shared_authority_and_counts_its_
     try:
         wait_until_serving(url, proc, tmp_path / "serve.log", timeout_s=240)
         answer = httpx.post(f"{url}/operations/facts_context", json={"query": "billing migration"}, timeout=60)
-        assert answer.status_code == 200 and answer.json()["facts"]
+        assert answer.status_code == 200 and answer.json()["facts"], answer.text[:3000]   # why, if it ever fails
         assert httpx.get(f"{url}/documents", timeout=60).status_code == 200
         assert httpx.get(f"{url}/no/such/route", timeout=60).status_code == 404
         deadline, scraped = time.monotonic() + 60, {}
