@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from actors import onnx_embedder
-from actors.embedder import SAME_VECTORS_AS_TORCH, ModelRef
+from actors.embedder import ModelRef
+from actors.executions import SAME_VECTORS_AS_TORCH
 
 # Bump when how the texts are timed changes (their sizes are in the key): every machine then
 # calibrates again.

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from actors import metrics
+from actors.executions import SAME_VECTORS_AS_TORCH, pinned_model_name
 from pipeline import records
 
 if TYPE_CHECKING:
@@ -34,10 +35,6 @@ class ModelNotFound(FileNotFoundError):
     pass
 
 
-# How the model is run. `onnx` reproduces torch's vectors (cosine 1.0000 measured on LoCoMo
-# chunks and claims), so the two share a pin; bfloat16 and int8 give other vectors, pinned apart.
-EXECUTIONS = ("torch", "onnx", "torch-bf16", "onnx-int8")
-SAME_VECTORS_AS_TORCH = ("torch", "onnx")
 _ONNX = ("onnx", "onnx-int8")
 
 
@@ -45,7 +42,7 @@ _ONNX = ("onnx", "onnx-int8")
 class ModelRef:
     name: str                 # the model: the setting, or the shipped model's name
     path: str                 # where the weights are
-    execution: str = "torch"  # one of EXECUTIONS
+    execution: str = "torch"  # one of `actors.executions.EXECUTIONS`
     cache: str = ""           # CORPUSMEM_MODEL_CACHE: where the ONNX executions' graphs and calibrations are kept
     # the calibration `auto` chose the execution by, if it did (`actors.calibration`)
     calibration: Calibration | None = field(default=None, compare=False)
@@ -102,7 +99,7 @@ def resolve_model(setting: str, execution: str = "torch", cache: str = "") -> Mo
 def model_for_pin(pin: str, *, gpu: bool = False, cache: str = "") -> ModelRef:
     """The model a deployment's pin names ("model", or "model@execution" when the execution
     changes the vectors), run the way those vectors need: what a reader embeds a question with."""
-    name = pin.rsplit("@", 1)[0] if pin.rsplit("@", 1)[-1] in EXECUTIONS else pin
+    name = pinned_model_name(pin)
     execution = choose_execution("auto", pinned=pin, gpu=gpu, model_path=resolve_model(name).path)
     return resolve_model(name, execution, cache)
 

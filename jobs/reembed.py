@@ -25,7 +25,6 @@ from tqdm import tqdm
 
 from actors.db_writer import Link
 from actors.embedder import (
-    EXECUTIONS,
     EmbedTexts,
     ModelNotFound,
     ModelRef,
@@ -34,6 +33,7 @@ from actors.embedder import (
     model_dimension,
     resolve_model,
 )
+from actors.executions import EXECUTIONS, pinned_model_name
 from actors.onnx_embedder import UnsupportedModel
 from jobs import runtime, shutdown
 from jobs.stages import embedder_cpus
@@ -92,7 +92,7 @@ class ReembedReport:
 def target_model(settings: Settings, pinned: str, options: ReembedOptions, *, gpu: bool) -> ModelRef:
     """The model and execution to move to: `--model` (else the pinned one), `--execution` (else
     what `CORPUSMEM_EMBEDDING_EXECUTION` would pick for a new memory of that model)."""
-    name = options.model or (pinned.rsplit("@", 1)[0] if pinned.rsplit("@", 1)[-1] in EXECUTIONS else pinned)
+    name = options.model or pinned_model_name(pinned)
     base = resolve_model(name, cache=settings.model_cache)
     execution = options.execution or choose_execution(
         settings.embedding_execution, pinned=None, gpu=gpu, model_path=base.path,

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from actors.executions import EXECUTIONS
+
 if TYPE_CHECKING:
     from pipeline.documents.walk import SourceOptions
 
@@ -145,7 +147,7 @@ class Settings(BaseModel):
     db_password: str | None = Field(default=None, description="CORPUSMEM_DB_PASSWORD")
     object_store: str | None = Field(default=None, description="CORPUSMEM_OBJECT_STORE")
     embedding_model: str = Field(description="CORPUSMEM_EMBEDDING_MODEL")
-    embedding_execution: str = Field(pattern="^(auto|torch|onnx|torch-bf16|onnx-int8)$",
+    embedding_execution: str = Field(pattern=f"^(auto|{'|'.join(EXECUTIONS)})$",
                                      description="CORPUSMEM_EMBEDDING_EXECUTION")
     model_cache: str = Field(min_length=1, description="CORPUSMEM_MODEL_CACHE")
     embedding_device: str = Field(pattern="^(auto|cpu|cuda)$", description="CORPUSMEM_EMBEDDING_DEVICE")
