@@ -19,8 +19,8 @@ import psycopg
 import pytest
 
 from jobs.settings import Settings, load_settings
-from tests.support.memory import (ExampleImport, clone_example, dsn_for, import_example, start_session_ray,
-                                  unique_name)
+from tests.support.memory import (SUITE_EXECUTION, ExampleImport, clone_example, dsn_for, import_example,
+                                  start_session_ray, unique_name)
 from tests.support import remember_venv
 from tests.support.paths import EXAMPLES
 
@@ -30,11 +30,8 @@ if TYPE_CHECKING:
 # The session's Ray, and the Ray of every command a test starts, is its own (`RAY_ADDRESS=local`):
 # a command joins the Ray of a running `corpusmem serve` only where its test says so.
 os.environ.setdefault("RAY_ADDRESS", "local")
-# The memories of the `corpusmem` processes tests start are int8, as the example memory is
-# (`tests/support/memory.py`), not what `auto` would calibrate on the machine at that moment: a
-# calibration under the suite's load can choose another execution, whose vectors differ, and the
-# tests that compare those memories with the example one (two nodes against one) would then fail.
-os.environ.setdefault("CORPUSMEM_EMBEDDING_EXECUTION", "onnx-int8")
+# The `corpusmem` processes tests start embed as the suite's other memories do (`SUITE_EXECUTION`).
+os.environ.setdefault("CORPUSMEM_EMBEDDING_EXECUTION", SUITE_EXECUTION)
 
 # Row counts of these tables are the example memory's fingerprint: a test that changes any of them
 # in the shared copy would make other tests depend on the order they run in.
@@ -68,15 +65,14 @@ def template_db(pg_admin_dsn: str) -> str:
 
 @pytest.fixture
 def memory(pg_admin_dsn: str, template_db: str, tmp_path: Path) -> Settings:
-    """Settings for a fresh, empty, migrated memory of this test alone. Its vectors are int8, as
-    the example memory's (a test of `auto` asks for it): a calibration under the suite's load can
-    choose another execution, and a test that compares two memories would then compare spaces."""
+    """Settings for a fresh, empty, migrated memory of this test alone, embedding as the suite's
+    memories do (`SUITE_EXECUTION`)."""
     from sql.store import embedded
 
     name = unique_name("cm_test")
     embedded.ensure_database(pg_admin_dsn, name, template=template_db)
     return load_settings({}, home=tmp_path / "home", dsn=dsn_for(pg_admin_dsn, name),
-                         object_store=str(tmp_path / "objects"), embedding_execution="onnx-int8")
+                         object_store=str(tmp_path / "objects"), embedding_execution=SUITE_EXECUTION)
 
 
 @pytest.fixture(scope="session")

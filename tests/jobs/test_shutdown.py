@@ -25,6 +25,7 @@ import psutil
 import psycopg
 import pytest
 
+from tests.support.memory import SUITE_EXECUTION
 from tests.support.paths import ROOT
 from tests.support.ports import free_port
 
@@ -384,7 +385,7 @@ def test_an_import_with_keep_ray_leaves_its_ray_to_the_next_command_which_joins_
     # Ray's temp folder of its own: `ray start` records its address there, and only the commands
     # of this test look there (not the test session's, nor another `ray.init` on this machine).
     env = {k: v for k, v in _env(home).items() if k != "RAY_ADDRESS"} | {
-        "RAY_TMPDIR": str(temp), "CORPUSMEM_EMBEDDING_EXECUTION": "onnx-int8"}   # int8 as the suite's (conftest)
+        "RAY_TMPDIR": str(temp), "CORPUSMEM_EMBEDDING_EXECUTION": SUITE_EXECUTION}
     first, second = _corpus(home.parent / "first", 3), _corpus(home.parent / "second", 4)
 
     def run_import(corpus: Path, *flags: str) -> subprocess.CompletedProcess:

@@ -19,6 +19,13 @@ if TYPE_CHECKING:
 
 _counter = itertools.count()
 
+# How every memory the suite makes embeds (the example memory, a test's `memory`, the `corpusmem`
+# processes it starts), on every machine: not what `auto` would calibrate on the machine at that
+# moment, since a calibration under the suite's load can choose another execution, whose vectors
+# differ, and a test that compares two memories (two nodes against one) would compare two spaces.
+# A test of `auto` asks for it.
+SUITE_EXECUTION = "onnx-int8"
+
 
 def dsn_for(admin_dsn: str, database: str) -> str:
     """The admin DSN pointed at another database of the same server."""
@@ -34,8 +41,8 @@ def unique_name(prefix: str) -> str:
 
 def start_session_ray() -> None:
     """The suite's one local Ray, started by whichever test needs it first (the `ray_local` fixture
-    or an import): two CPUs, quiet, and no dashboard (nobody watches it, and its processes poll
-    all the while). Nothing to do once it runs."""
+    or an import): two CPUs, quiet, and without the dashboard's modules (nobody watches it, and
+    they would poll all the while). Nothing to do once it runs."""
     from jobs import runtime
 
     runtime.init_ray(num_cpus=2, quiet=True, dashboard=False)
@@ -73,15 +80,13 @@ def import_example(admin_dsn: str, template_db: str, corpus: Path, root: Path, p
                    **options: Any) -> tuple[str, Settings, RunReport]:
     """The example corpus imported (`do_import` with `options`) into a new database, its home and
     object store under `root`: (database, settings, report). A failed import stops the test here.
-
-    Its vectors are int8 (`onnx-int8`) on every machine, not what `auto` would calibrate there, so
-    that the tests built on it see the same memory everywhere."""
+    Its vectors are the suite's (`SUITE_EXECUTION`)."""
     from sql.store import embedded
 
     name = unique_name(prefix)
     embedded.ensure_database(admin_dsn, name, template=template_db)
     settings = load_settings({}, home=root / "home", dsn=dsn_for(admin_dsn, name),
-                             object_store=str(root / "objects"), embedding_execution="onnx-int8")
+                             object_store=str(root / "objects"), embedding_execution=SUITE_EXECUTION)
     report = do_import(settings, corpus, modified_at_from="path", **options)
     assert report.status == "succeeded" and report.counts["failed"] == 0, report.failures
     return name, settings, report
