@@ -23,6 +23,7 @@ import pytest
 from jobs.runtime import PROJECT_ROOT
 from sql.read import digest_queries
 from sql.store import embedded
+from tests.support.memory import SUITE_EXECUTION
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +42,8 @@ SAME_ROWS = {
 
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CORPUSMEM_", "RAY_"))}
-    return {**env, **AWS, "PYTHONPATH": str(PROJECT_ROOT), **extra}
+    # embedded as the one-node example memory is, whatever `auto` would calibrate on this machine
+    return {**env, **AWS, "PYTHONPATH": str(PROJECT_ROOT), "CORPUSMEM_EMBEDDING_EXECUTION": SUITE_EXECUTION, **extra}
 
 
 @pytest.fixture(scope="module")
