@@ -4,6 +4,8 @@
 difference by the requests sent: what one request costs PostgreSQL, the API replica, the query
 embedder, the Serve proxy and the benchmark's own clients. On a machine the run saturates, the
 sum bounds the throughput (cores × 1000 / CPU ms per request), whatever the code path does.
+`bench import` samples the CPU time of an import's process tree (`TreeCpu`) to divide it by the
+documents imported.
 """
 
 from __future__ import annotations
@@ -54,3 +56,38 @@ def per_request_ms(before: Snapshot, after: Snapshot, requests: int) -> dict[str
            for name, seconds in sorted(spent.items(), key=lambda kv: -kv[1]) if seconds > 0}
     out["total"] = round(sum(spent.values()) * 1000 / requests, 1)
     return out
+
+
+class TreeCpu:
+    """The CPU seconds of process trees, sampled while they run: the last reading of every process
+    ever seen under a root, so a worker that ended between two samples keeps what it had spent by
+    the last one (what it spent after that is lost: sample often)."""
+
+    def __init__(self) -> None:
+        self._seconds: dict[int, float] = {}
+
+    def sample(self, *roots: psutil.Process) -> None:
+        for root in roots:
+            try:
+                processes = [root, *root.children(recursive=True)]
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+            for process in processes:
+                try:
+                    times = process.cpu_times()
+                except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                    continue
+                self._seconds[process.pid] = max(self._seconds.get(process.pid, 0.0), times.user + times.system)
+
+    @property
+    def seconds(self) -> float:
+        return sum(self._seconds.values())
+
+
+def server_of(data_dir: str) -> psutil.Process | None:
+    """The PostgreSQL server running on `data_dir` (its backends are its children), if any."""
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if cmdline and cmdline[0].endswith("postgres") and data_dir in cmdline:
+            return process
+    return None

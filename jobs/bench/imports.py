@@ -18,6 +18,7 @@ conversation's sessions, then all of them, for the scaling).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -31,7 +32,7 @@ from typing import Any
 import psutil
 
 from jobs import runtime
-from jobs.bench import locomo
+from jobs.bench import cpu_use, locomo
 from jobs.bench import recall as bench_recall
 from jobs.bench import serve as bench_serve
 from jobs.bench import synthetic
@@ -56,6 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (default: a temp dir)")
+    parser.add_argument("--gpu-figures", metavar="PATH", type=Path,
+                        help="the --json of a `bench import` run on a GPU node (scripts/gpu_bench_import.sh): "
+                        "its steady state is shown beside this machine's as the one-GPU-node projection")
     bench_serve.add_arguments(parser)
     bench_recall.add_arguments(parser)
     from jobs.bench import docs as bench_docs
@@ -110,27 +114,51 @@ def run_child(module_args: list[str], home: Path, args: argparse.Namespace) -> d
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     proc, peak = psutil.Process(child.pid), 0
-    while child.poll() is None:
+    # the import's processes (Ray's are its children) and its database server's, every half second
+    cpu, server, data_dir = cpu_use.TreeCpu(), None, str((home / "pg").resolve())
+    for tick in itertools.count():
+        if child.poll() is not None:
+            break
         try:
             peak = max(peak, proc.memory_info().rss)
         except psutil.NoSuchProcess:
             break
+        if tick % 10 == 0:
+            server = server or cpu_use.server_of(data_dir)
+            cpu.sample(proc, *([server] if server is not None else []))
         time.sleep(0.05)
     exited = time.perf_counter() - started
     reader.join(timeout=10)
     if child.returncode != 0 or not done:
         raise RuntimeError(f"import failed ({child.returncode}):\n{''.join(lines)}")
-    return {"seconds": done[0], "exit_seconds": exited, "driver_peak_rss_mib": peak / 2**20, "report": "".join(lines)}
+    return {"seconds": done[0], "exit_seconds": exited, "driver_peak_rss_mib": peak / 2**20, "report": "".join(lines),
+            "cpu_seconds": cpu.seconds}
 
 
 def _last_run(home: Path) -> dict[str, Any]:
+    """The last import's run report, with `landings`: the seconds from its start at which each
+    version landed (`bench_queries.last_import_landings`)."""
     from sql.read import bench_queries
     from sql.store import authority as store
     from sql.store import embedded
 
     dsn = embedded.start((home / "pg").resolve())
     with store.connect(dsn) as conn:
-        return bench_queries.last_import_report(conn)
+        return bench_queries.last_import_report(conn) | {"landings": bench_queries.last_import_landings(conn)}
+
+
+# The pipeline's start-up and first batches are left out of the steady state.
+WARM_UP_SECONDS = 60.0
+
+
+def steady_state(landings: list[float], warm_up: float = WARM_UP_SECONDS) -> float | None:
+    """Documents per second landed after the first `warm_up` seconds: what a run of any length
+    keeps up, the figure that predicts a cluster run. None when too few landed after it (fewer
+    than 2 distinct landing times) to time a rate."""
+    after = [t for t in landings if t > warm_up]
+    if len(set(after)) < 2:
+        return None
+    return len(after) / (after[-1] - warm_up)
 
 
 def _encode_seconds(texts: list[str], model_ref, threads: int, batch_size: int) -> float:
@@ -190,6 +218,8 @@ def _run_figures(corpus: Path, home: Path, args: argparse.Namespace, dated_by: s
             "startup_seconds": round(child["seconds"] - report["pipeline_seconds"], 2),
             "pipeline_seconds": report["pipeline_seconds"],
             "driver_peak_rss_mib": round(child["driver_peak_rss_mib"], 1),
+            "steady_docs_per_second": steady_state(report["landings"]),
+            "cpu_seconds": round(child["cpu_seconds"], 1),
             "stage_seconds": report["stage_seconds"], "facts_seconds": facts.get("seconds", {}),
             "texts_embedded": {"chunks": counts.get("chunk_vectors_computed", 0),
                                "claims": counts.get("claim_vectors_computed", 0),
@@ -244,6 +274,12 @@ def bench_import(args: argparse.Namespace) -> dict[str, Any]:
             run["ratio"] = run["floor_seconds"] / run["import_seconds"]
             # what a user waits for: the process's start to its exit, Ray's start and stop included
             run["exit_ratio"] = run["floor_seconds"] / run["exit_seconds"]
+            # outside the embedder: its busy seconds held its threads' cores; the rest is what more
+            # embedders (or a GPU) would not take away
+            embed_cpu = run["stage_seconds"].get("embed", 0.0) * threads
+            run["cpu_seconds_per_doc"] = run["cpu_seconds"] / max(run["documents"], 1)
+            run["cpu_seconds_per_doc_outside_embedder"] = max(run["cpu_seconds"] - embed_cpu, 0.0) / max(
+                run["documents"], 1)
             runs.append(run)
         corpus = {"runs": runs}
         if len(runs) == 2:
@@ -252,7 +288,30 @@ def bench_import(args: argparse.Namespace) -> dict[str, Any]:
             corpus["floor_ratio_2x"] = large["floor_seconds"] / small["floor_seconds"]
             corpus["driver_rss_ratio_2x"] = large["driver_peak_rss_mib"] / small["driver_peak_rss_mib"]
         results["corpora"][name] = corpus
+    if args.gpu_figures is not None:
+        results["gpu"] = gpu_projection(json.loads(args.gpu_figures.read_text()))
     return results
+
+
+# The archive a projection is given for: the size of import the project is built for.
+PROJECTED_DOCUMENTS = 1_000_000
+
+
+def gpu_projection(gpu_results: dict[str, Any]) -> dict[str, Any]:
+    """One GPU node's steady state on the generated notes, from a GPU run's figures: its largest
+    run that reached one. Raises ValueError naming what the figures lack."""
+    runs = [r for r in gpu_results.get("corpora", {}).get("notes", {}).get("runs", [])
+            if r.get("steady_docs_per_second")]
+    if not runs:
+        raise ValueError("--gpu-figures: no run of generated notes there reached a steady state "
+                         "(run scripts/gpu_bench_import.sh with --docs 10000)")
+    run = max(runs, key=lambda r: r["documents"])
+    return {"documents": run["documents"], "steady_docs_per_second": run["steady_docs_per_second"],
+            "floor_execution": run.get("floor_execution")}
+
+
+def _hours(docs_per_second: float) -> str:
+    return f"{PROJECTED_DOCUMENTS / docs_per_second / 3600:.1f} h"
 
 
 def render(results: dict[str, Any]) -> str:
@@ -275,7 +334,20 @@ def render(results: dict[str, Any]) -> str:
             lines.append("  texts embedded: " + ", ".join(f"{k} {v}" for k, v in run["texts_embedded"].items())
                          + "; vectors not embedded: " + ", ".join(
                              f"{k.replace('_', ' ')} {v}" for k, v in run["vectors_not_embedded"].items()))
+            steady = run["steady_docs_per_second"]
+            lines.append("  steady state (after the first minute): " + (
+                f"{steady:.1f} documents/s" if steady is not None else "not reached (the pipeline ended within it)")
+                + f"; CPU {run['cpu_seconds_per_doc'] * 1000:.0f} ms a document, "
+                f"{run['cpu_seconds_per_doc_outside_embedder'] * 1000:.0f} ms outside the embedder")
             lines.append(f"  driver peak RSS {run['driver_peak_rss_mib']:.0f} MiB")
+        steady = [r["steady_docs_per_second"] for r in corpus["runs"] if r["steady_docs_per_second"]]
+        if name == "notes" and steady:
+            gpu = results.get("gpu")
+            lines.append(f"  {PROJECTED_DOCUMENTS:,} documents at this steady state: {_hours(steady[-1])} on this "
+                         "machine; one GPU node: " + (
+                             f"{gpu['steady_docs_per_second']:.1f} documents/s measured at {gpu['documents']} "
+                             f"documents, {_hours(gpu['steady_docs_per_second'])}" if gpu else
+                             "not projected (no GPU run's figures given: --gpu-figures)"))
         if "time_ratio_2x" in corpus:
             lines.append(f"  2x the corpus: {corpus['time_ratio_2x']:.2f}x the import time (floor "
                          f"{corpus['floor_ratio_2x']:.2f}x), driver peak RSS {corpus['driver_rss_ratio_2x']:.2f}x")

@@ -46,6 +46,15 @@ def last_import_report(conn: psycopg.Connection) -> Any:
     return conn.execute("SELECT report FROM import_runs ORDER BY started_at DESC LIMIT 1").fetchone()[0]
 
 
+def last_import_landings(conn: psycopg.Connection) -> list[float]:
+    """Seconds from the last import's start at which each of its versions landed (its chunks
+    written with their vectors), in order: the pipeline's progress over time."""
+    return [float(r[0]) for r in conn.execute(
+        "SELECT extract(epoch FROM w.finished_at - r.started_at) FROM stage_work w,"
+        " (SELECT started_at FROM import_runs ORDER BY started_at DESC LIMIT 1) r"
+        " WHERE w.stage = 'embed_chunk' AND w.status = 'succeeded' AND w.finished_at >= r.started_at ORDER BY 1")]
+
+
 def live_claim_starts(conn: psycopg.Connection) -> dict[str, list[int]]:
     """Where each live claim starts, by the file name of its document (through `memory_v1`, so only
     what a reader is served counts)."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from actors import calibration
 from actors.embedder import DEFAULT_MODEL, resolve_model
 from jobs.bench import imports
@@ -40,6 +42,8 @@ def test_the_table_gives_the_ratio_each_stage_and_the_scaling():
            "exit_seconds": 33.0, "floor_seconds": 15.0, "floor_execution": "torch-bf16",
            "floor_timings": {"torch-bf16": 15.0, "onnx-int8": 17.0}, "execution": "onnx-int8", "ratio": 0.5, "exit_ratio": 15.0 / 33.0, "startup_seconds": 4.0, "pipeline_seconds": 26.0,
            "driver_peak_rss_mib": 250.0, "stage_seconds": {"embed": 11.5, "extract": 2.3, "read": 0.01},
+           "steady_docs_per_second": None, "cpu_seconds": 54.0, "cpu_seconds_per_doc": 0.6,
+           "cpu_seconds_per_doc_outside_embedder": 0.344,
            "facts_seconds": {"normalize": 1.1, "adjudicate": 1.9},
            "texts_embedded": {"chunks": 555, "claims": 2474, "labels": 0, "profiles": 9},
            "vectors_not_embedded": {"same_text_in_this_run": 378, "labels_from_their_claim": 2505}}
@@ -50,6 +54,37 @@ def test_the_table_gives_the_ratio_each_stage_and_the_scaling():
     assert "embed 11.5" in table and "read" not in table.split("busy seconds per stage:")[1].split("\n")[0]
     assert "adjudicate 1.9 s" in table and "same text in this run 378" in table
     assert "2x the corpus: 1.50x the import time (floor 2.00x), driver peak RSS 1.01x" in table
+    assert ("steady state (after the first minute): not reached (the pipeline ended within it); CPU 600 ms a "
+            "document, 344 ms outside the embedder") in table
+    assert "documents at this steady state" not in table   # projected from the generated notes only
+
+
+def test_the_steady_state_is_the_rate_after_the_first_minute():
+    # 100 documents in the first minute, then 300 over the next 30 s: 10 a second
+    landings = [i * 0.6 for i in range(100)] + [60 + (i + 1) * 0.1 for i in range(300)]
+    assert imports.steady_state(landings) == 300 / 30.0
+    assert imports.steady_state([1.0, 2.0, 59.0]) is None         # all within the first minute
+    assert imports.steady_state([1.0, 61.0, 61.0]) is None        # one landing time after it: no rate
+
+
+def test_the_notes_are_projected_to_a_million_documents_here_and_on_a_gpu_node(tmp_path: Path):
+    run = {"documents": 10000, "pieces": 30000, "chunks": 12000, "claims": 40000, "import_seconds": 900.0,
+           "exit_seconds": 905.0, "floor_seconds": 450.0, "floor_execution": "onnx-int8",
+           "floor_timings": {"onnx-int8": 450.0}, "execution": "onnx-int8", "ratio": 0.5, "exit_ratio": 0.497,
+           "startup_seconds": 8.0, "pipeline_seconds": 850.0, "driver_peak_rss_mib": 300.0,
+           "stage_seconds": {"embed": 700.0}, "facts_seconds": {}, "texts_embedded": {}, "vectors_not_embedded": {},
+           "steady_docs_per_second": 12.5, "cpu_seconds": 1700.0, "cpu_seconds_per_doc": 0.17,
+           "cpu_seconds_per_doc_outside_embedder": 0.03}
+    results = {"threads": 2, "embed_batch_size": 32, "corpora": {"notes": {"runs": [run]}}}
+    assert "documents at this steady state: 22.2 h on this machine; one GPU node: not projected" in (
+        imports.render(results))
+    gpu_figures = {"corpora": {"notes": {"runs": [dict(run, documents=2000, steady_docs_per_second=None),
+                                                  dict(run, steady_docs_per_second=250.0)]}}}
+    results["gpu"] = imports.gpu_projection(gpu_figures)
+    assert ("1,000,000 documents at this steady state: 22.2 h on this machine; one GPU node: 250.0 documents/s "
+            "measured at 10000 documents, 1.1 h") in imports.render(results)
+    with pytest.raises(ValueError, match="no run of generated notes there reached a steady state"):
+        imports.gpu_projection({"corpora": {"notes": {"runs": [dict(run, steady_docs_per_second=None)]}}})
 
 
 def _floors(tmp_path: Path, monkeypatch, used, seconds: dict[str, float], *, gpu: bool = False) -> tuple[dict, list]:
@@ -98,3 +133,38 @@ def test_on_a_gpu_the_floor_is_torch(tmp_path, monkeypatch):
     floors, encoded = _floors(tmp_path, monkeypatch, resolve_model(DEFAULT_MODEL, "torch"), {"torch": 3.0},
                               gpu=True)
     assert encoded == [("torch", 3)] and floors["floor_timings"] == {"torch": 9.0}
+
+
+def test_the_tree_cpu_counts_the_grandchildren_and_keeps_what_an_ended_one_spent():
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    from jobs.bench import cpu_use
+
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass\n"
+    # a child that starts a burning grandchild, waits for it, then burns as much itself
+    parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', "
+                               f"{burn!r}])\n{burn}time.sleep(0.5)\n"])
+    cpu = cpu_use.TreeCpu()
+    while parent.poll() is None:
+        cpu.sample(psutil.Process(parent.pid))
+        time.sleep(0.02)
+    assert 0.8 <= cpu.seconds < 2.0, cpu.seconds
+
+
+def test_the_landings_are_each_version_of_the_last_import_in_seconds_from_its_start(memory, ray_local, tmp_path):
+    from sql.read import bench_queries
+    from sql.store import authority
+    from tests.support.memory import do_import
+
+    imports.write_corpus(tmp_path / "notes", 6)
+    do_import(memory, tmp_path / "notes", batch_size=2)
+    (tmp_path / "more").mkdir()
+    (tmp_path / "more" / "late.md").write_text("Dana joined the billing team in May 2026.\n")
+    do_import(memory, tmp_path / "more")
+    with authority.connect(memory.dsn) as conn:
+        landings = bench_queries.last_import_landings(conn)
+    assert len(landings) == 1 and 0 <= landings[0] < 60   # the last import's one version, not the first's six
