@@ -166,6 +166,11 @@ def test_a_texts_vector_never_depends_on_the_texts_encoded_beside_it(cache):
         for size in (1, 2, len(TEXTS)):
             assert np.array_equal(model.encode(TEXTS, batch_size=size, normalize_embeddings=True), alone)
         assert np.array_equal(model.encode(TEXTS[::-1], normalize_embeddings=True)[::-1], alone)
+        # passes side by side, one thread each, and one pass on ONNX Runtime's own pool: the same bytes
+        for threads in (2, 3, None):
+            side_by_side = load_model(resolve_model(DEFAULT_MODEL, execution, cache), "cpu", threads=threads)
+            assert np.array_equal(side_by_side.encode(TEXTS * 3, normalize_embeddings=True), np.vstack([alone] * 3))
+
 
 def test_bfloat16_vectors_never_depend_on_the_texts_encoded_beside_them():
     """A padded bfloat16 batch rounds with its batch-mates; grouped by exact token count, a text's
