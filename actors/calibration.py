@@ -37,8 +37,8 @@ from actors.embedder import ModelRef
 from actors.executions import SAME_VECTORS_AS_TORCH
 
 # Bump when how the texts are timed changes (their sizes are in the key): every machine then
-# calibrates again.
-VERSION = "1"
+# calibrates again. 2: the ONNX executions run their passes side by side (`OnnxEmbedder.encode`).
+VERSION = "2"
 
 # Claims an import embeds per chunk. Measured: 300 generated notes gave 1,227 chunks and 3,814
 # claims; the LoCoMo development set 555 and 1,526.
@@ -127,15 +127,24 @@ def machine_key(model: ModelRef, *, threads: int, batch_size: int, chunk_chars: 
             "libraries": {name: _version(name) for name in _LIBRARIES}}
 
 
+def _kept_at(model: ModelRef, *, threads: int, batch_size: int, chunk_chars: int) -> tuple[Path, dict[str, Any]]:
+    key = machine_key(model, threads=threads, batch_size=batch_size, chunk_chars=chunk_chars)
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return Path(model.cache).expanduser() / f"calibration-{digest}.json", key
+
+
+def kept(model: ModelRef, *, threads: int, batch_size: int, chunk_chars: int) -> Calibration | None:
+    """The calibration `calibrate` would read without measuring, or None."""
+    return _read(*_kept_at(model, threads=threads, batch_size=batch_size, chunk_chars=chunk_chars))
+
+
 def calibrate(model: ModelRef, *, threads: int, batch_size: int, chunk_chars: int) -> Calibration:
     """The calibration of `model` (its name, path and cache) on this machine: read from
     `model.cache` when made before with the same key, else measured in a child process and kept.
     Processes that ask at once wait for one measurement."""
     from filelock import FileLock
 
-    key = machine_key(model, threads=threads, batch_size=batch_size, chunk_chars=chunk_chars)
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-    path = Path(model.cache).expanduser() / f"calibration-{digest}.json"
+    path, key = _kept_at(model, threads=threads, batch_size=batch_size, chunk_chars=chunk_chars)
     if (found := _read(path, key)) is not None:
         return found
     path.parent.mkdir(parents=True, exist_ok=True)

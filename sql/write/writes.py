@@ -76,21 +76,24 @@ def copy_rows(cur: psycopg.Cursor, table: str, columns: tuple[str, ...], types: 
             copy.write_row(row)
 
 
-def _set_stages(cur: psycopg.Cursor, version_id: str, statuses: dict[str, tuple[str, str | None, str | None]]) -> None:
-    """Upsert (status, defer_reason, last_error) per stage for one version; an outcome ends the
-    version's claim (`owner_run`)."""
-    for stage, (status, defer_reason, error) in statuses.items():
-        cur.execute(
-            "INSERT INTO stage_work (version_id, stage, status, defer_reason, attempts, last_error,"
-            " started_at, finished_at) VALUES (%(v)s, %(s)s, %(st)s, %(d)s,"
-            " CASE WHEN %(st)s IN ('succeeded', 'failed', 'dead_letter') THEN 1 ELSE 0 END, %(e)s, now(),"
-            " CASE WHEN %(st)s IN ('succeeded', 'failed', 'dead_letter', 'skipped') THEN now() END)"
-            " ON CONFLICT (version_id, stage) DO UPDATE SET status = EXCLUDED.status,"
-            " defer_reason = EXCLUDED.defer_reason, last_error = EXCLUDED.last_error,"
-            " attempts = stage_work.attempts + EXCLUDED.attempts, finished_at = EXCLUDED.finished_at,"
-            " started_at = COALESCE(stage_work.started_at, EXCLUDED.started_at), owner_run = NULL,"
-            " updated_at = now()",
-            {"v": version_id, "s": stage, "st": status, "d": defer_reason, "e": error})
+def _set_stages(cur: psycopg.Cursor, version_ids: str | Iterable[str],
+                statuses: dict[str, tuple[str, str | None, str | None]]) -> None:
+    """Upsert (status, defer_reason, last_error) per stage for one version or several; an outcome
+    ends the version's claim (`owner_run`). In one `executemany`: psycopg pipelines it, so a
+    batch's versions cost one round trip, not one a stage and version."""
+    cur.executemany(
+        "INSERT INTO stage_work (version_id, stage, status, defer_reason, attempts, last_error,"
+        " started_at, finished_at) VALUES (%(v)s, %(s)s, %(st)s, %(d)s,"
+        " CASE WHEN %(st)s IN ('succeeded', 'failed', 'dead_letter') THEN 1 ELSE 0 END, %(e)s, now(),"
+        " CASE WHEN %(st)s IN ('succeeded', 'failed', 'dead_letter', 'skipped') THEN now() END)"
+        " ON CONFLICT (version_id, stage) DO UPDATE SET status = EXCLUDED.status,"
+        " defer_reason = EXCLUDED.defer_reason, last_error = EXCLUDED.last_error,"
+        " attempts = stage_work.attempts + EXCLUDED.attempts, finished_at = EXCLUDED.finished_at,"
+        " started_at = COALESCE(stage_work.started_at, EXCLUDED.started_at), owner_run = NULL,"
+        " updated_at = now()",
+        [{"v": version_id, "s": stage, "st": status, "d": defer_reason, "e": error}
+         for version_id in ([version_ids] if isinstance(version_ids, str) else version_ids)
+         for stage, (status, defer_reason, error) in statuses.items()])
 
 
 def owned_versions(conn: psycopg.Connection, run_id: str, version_ids: list[str]) -> set[str]:
@@ -205,13 +208,12 @@ def write_finished(conn: psycopg.Connection, rows: list[dict[str, Any]], md_keys
     `extractor` None: claim extraction runs after this write, in its own pass (`vllm`), so the
     extraction stages are left pending."""
     with conn.cursor() as cur:
-        for row in rows:
-            cur.execute(
-                "INSERT INTO representations (version_id, converter, converter_version, derivation,"
-                " object_key, char_count) VALUES (%s, %s, %s, %s, %s, %s)"
-                " ON CONFLICT (version_id) DO NOTHING",
-                (row["version_id"], row["converter"], row["converter_version"], row["derivation"],
-                 md_keys[row["version_id"]], len(row["markdown"])))
+        cur.executemany(
+            "INSERT INTO representations (version_id, converter, converter_version, derivation,"
+            " object_key, char_count) VALUES (%s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (version_id) DO NOTHING",
+            [(row["version_id"], row["converter"], row["converter_version"], row["derivation"],
+              md_keys[row["version_id"]], len(row["markdown"])) for row in rows])
         copy_rows(cur, "sections", _SECTION_COLUMNS, _SECTION_TYPES, (
             (as_uuid(child_id(r["version_id"], "section", s["ord"])), as_uuid(r["version_id"]), s["ord"], s["heading"],
              s["level"], s["role"], s["char_start"], s["char_end"])
@@ -227,12 +229,12 @@ def write_finished(conn: psycopg.Connection, rows: list[dict[str, Any]], md_keys
             write_claims(cur, rows, extractor)
         else:   # no claims yet, but the chunks' vectors were paid for
             write_costs(cur, rows)
-        for row in rows:
-            cur.execute("UPDATE versions SET status = 'ready', error = NULL, parked_reason = NULL"
-                        " WHERE version_id = %s", (row["version_id"],))
-            _set_stages(cur, row["version_id"], {
-                stage: ("pending" if extractor is None and stage in _EXTRACTION_STAGES else "succeeded",
-                        None, None) for stage in WORK_STAGES[1:]})
+        landed = [row["version_id"] for row in rows]
+        cur.execute("UPDATE versions SET status = 'ready', error = NULL, parked_reason = NULL"
+                    " WHERE version_id = ANY(%s::uuid[])", (landed,))
+        _set_stages(cur, landed, {
+            stage: ("pending" if extractor is None and stage in _EXTRACTION_STAGES else "succeeded", None, None)
+            for stage in WORK_STAGES[1:]})
 
 
 def finish_fact_stages(conn: psycopg.Connection) -> int:
@@ -304,6 +306,5 @@ def finish_extraction(cur: psycopg.Cursor, version_ids: list[str]) -> list[str]:
     done = [str(r[0]) for r in cur.execute(
         "SELECT version_id FROM chunks WHERE version_id = ANY(%s) GROUP BY version_id"
         " HAVING bool_and(extracted_by IS NOT NULL)", ([as_uuid(v) for v in version_ids],)).fetchall()]
-    for version_id in done:
-        _set_stages(cur, version_id, {stage: ("succeeded", None, None) for stage in _EXTRACTION_STAGES})
+    _set_stages(cur, done, {stage: ("succeeded", None, None) for stage in _EXTRACTION_STAGES})
     return done

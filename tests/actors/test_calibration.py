@@ -158,3 +158,42 @@ def test_the_margins_the_docs_state_are_the_codes():
         text = (root / page).read_text()
         assert f"{INT8_MARGIN:g}× faster than every other" in text, page
         assert f"{BF16_MARGIN:g}× faster than fp32" in text, page
+
+
+def test_a_machines_first_import_calibrates_ahead_while_ray_starts_and_a_kept_one_is_not_started(
+        tmp_path, counted, monkeypatch):
+    import threading
+
+    from jobs import runtime
+    from jobs.settings import load_settings
+
+    settings = load_settings({"CORPUSMEM_EMBEDDING_EXECUTION": "auto", "CORPUSMEM_MODEL_CACHE": str(tmp_path)},
+                             home=tmp_path / "home")
+    gate = threading.Event()
+    measure = calibration._measure_in_child
+    monkeypatch.setattr(calibration, "_measure_in_child", lambda *a: (gate.wait(10), measure(*a)))
+    ahead = runtime.CalibrationAhead.start(settings)
+    assert ahead is not None and counted == []           # measuring, in a thread of its own
+    gate.set()
+    made = runtime.embedding_model(settings, None, ahead=ahead).calibration
+    assert made is ahead.result() and not made.cached and len(counted) == 1
+    # kept now: nothing is started again, and an execution set by hand never calibrates
+    assert runtime.CalibrationAhead.start(settings) is None
+    assert runtime.CalibrationAhead.start(load_settings({"CORPUSMEM_EMBEDDING_EXECUTION": "onnx",
+                                                         "CORPUSMEM_MODEL_CACHE": str(tmp_path / "other")},
+                                                        home=tmp_path / "home")) is None
+
+
+def test_a_calibration_ahead_that_fails_fails_where_its_result_is_needed(tmp_path, monkeypatch):
+    from jobs import runtime
+    from jobs.settings import load_settings
+
+    def fail(*args):
+        raise calibration.CalibrationFailed("the child died")
+
+    monkeypatch.setattr(calibration, "_measure_in_child", fail)
+    settings = load_settings({"CORPUSMEM_EMBEDDING_EXECUTION": "auto", "CORPUSMEM_MODEL_CACHE": str(tmp_path)},
+                             home=tmp_path / "home")
+    ahead = runtime.CalibrationAhead.start(settings)
+    with pytest.raises(calibration.CalibrationFailed, match="the child died"):
+        runtime.embedding_model(settings, None, ahead=ahead)
