@@ -64,7 +64,7 @@ class TreeCpu:
     the last one (what it spent after that is lost: sample often)."""
 
     def __init__(self) -> None:
-        self._seconds: dict[int, float] = {}
+        self._seconds: dict[tuple[int, float], float] = {}   # by (pid, start time): a pid is reused
 
     def sample(self, *roots: psutil.Process) -> None:
         for root in roots:
@@ -74,10 +74,10 @@ class TreeCpu:
                 continue
             for process in processes:
                 try:
-                    times = process.cpu_times()
+                    key, times = (process.pid, process.create_time()), process.cpu_times()
                 except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                     continue
-                self._seconds[process.pid] = max(self._seconds.get(process.pid, 0.0), times.user + times.system)
+                self._seconds[key] = max(self._seconds.get(key, 0.0), times.user + times.system)
 
     @property
     def seconds(self) -> float:

@@ -246,6 +246,7 @@ def _locomo_folders(locomo_dir: Path, work: Path) -> list[Path]:
 
 
 def bench_import(args: argparse.Namespace) -> dict[str, Any]:
+    gpu = read_gpu_figures(args.gpu_figures) if args.gpu_figures is not None else None   # before the long part
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="corpusmem-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     settings = runtime.settings()
@@ -288,13 +289,21 @@ def bench_import(args: argparse.Namespace) -> dict[str, Any]:
             corpus["floor_ratio_2x"] = large["floor_seconds"] / small["floor_seconds"]
             corpus["driver_rss_ratio_2x"] = large["driver_peak_rss_mib"] / small["driver_peak_rss_mib"]
         results["corpora"][name] = corpus
-    if args.gpu_figures is not None:
-        results["gpu"] = gpu_projection(json.loads(args.gpu_figures.read_text()))
+    if gpu is not None:
+        results["gpu"] = gpu
     return results
 
 
 # The archive a projection is given for: the size of import the project is built for.
 PROJECTED_DOCUMENTS = 1_000_000
+
+
+def read_gpu_figures(path: Path) -> dict[str, Any]:
+    """`gpu_projection` of the figures in `path`; what is wrong with them ends the command, named."""
+    try:
+        return gpu_projection(json.loads(path.read_text()))
+    except (OSError, ValueError, AttributeError, TypeError) as err:
+        raise SystemExit(f"corpusmem bench import: --gpu-figures {path}: {err}") from err
 
 
 def gpu_projection(gpu_results: dict[str, Any]) -> dict[str, Any]:

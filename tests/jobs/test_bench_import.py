@@ -85,6 +85,14 @@ def test_the_notes_are_projected_to_a_million_documents_here_and_on_a_gpu_node(t
             "measured at 10000 documents, 1.1 h") in imports.render(results)
     with pytest.raises(ValueError, match="no run of generated notes there reached a steady state"):
         imports.gpu_projection({"corpora": {"notes": {"runs": [dict(run, steady_docs_per_second=None)]}}})
+    # a file that is missing, not JSON or not a bench's figures ends the command by its name
+    (tmp_path / "bad.json").write_text('{"corpora": ')
+    (tmp_path / "list.json").write_text("[1, 2]")
+    for name in ("missing.json", "bad.json", "list.json"):
+        with pytest.raises(SystemExit, match=f"--gpu-figures {tmp_path / name}: "):
+            imports.read_gpu_figures(tmp_path / name)
+    (tmp_path / "gpu.json").write_text(json.dumps(gpu_figures))
+    assert imports.read_gpu_figures(tmp_path / "gpu.json") == results["gpu"]
 
 
 def _floors(tmp_path: Path, monkeypatch, used, seconds: dict[str, float], *, gpu: bool = False) -> tuple[dict, list]:
