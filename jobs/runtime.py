@@ -82,14 +82,15 @@ def embedding_model(settings: Settings, dsn: str | None, *, gpu: bool = False, a
     return ref
 
 
-def embedding_calibration(settings: Settings, model):
+def embedding_calibration(settings: Settings, model, *, measure: bool = True):
     """This machine's calibration of `model` (`actors.calibration`) for one embedder with all the
     CPUs as its threads (an import's, at its default of one worker), and the settings' batch and
-    chunk sizes."""
+    chunk sizes. `measure=False`: only one kept from before, or None."""
     from actors import calibration
 
-    return calibration.calibrate(model, threads=os.cpu_count() or 1, batch_size=settings.embed_batch(False),
-                                 chunk_chars=settings.chunk_target_chars)
+    shape = {"threads": os.cpu_count() or 1, "batch_size": settings.embed_batch(False),
+             "chunk_chars": settings.chunk_target_chars}
+    return calibration.calibrate(model, **shape) if measure else calibration.kept(model, **shape)
 
 
 class CalibrationAhead:
@@ -106,13 +107,10 @@ class CalibrationAhead:
     def start(cls, settings: Settings) -> CalibrationAhead | None:
         if settings.embedding_execution != "auto":
             return None
-        from actors import calibration
         from actors.embedder import resolve_model
 
         base = resolve_model(settings.embedding_model, cache=settings.model_cache)
-        kept = calibration.kept(base, threads=os.cpu_count() or 1, batch_size=settings.embed_batch(False),
-                                chunk_chars=settings.chunk_target_chars)
-        return None if kept is not None else cls(settings)
+        return None if embedding_calibration(settings, base, measure=False) is not None else cls(settings)
 
     def _run(self) -> None:
         from actors.embedder import resolve_model
