@@ -205,14 +205,13 @@ class OnnxEmbedder:
         single = isinstance(texts, str)
         texts = [texts] if single else list(texts)
         out = np.zeros((len(texts), self.get_sentence_embedding_dimension()), dtype=np.float32)
+        passes = map
         if self._passes > 1 and len(texts) > 1:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self._passes, thread_name_prefix="onnx-pass")
-            for i, vector in enumerate(self._pool.map(lambda text: self._forward([text])[0], texts)):
-                out[i] = vector
-        else:
-            for i, text in enumerate(texts):
-                out[i] = self._forward([text])[0]
+            passes = self._pool.map
+        for i, vector in enumerate(passes(lambda text: self._forward([text])[0], texts)):
+            out[i] = vector
         if normalize_embeddings or self._meta["normalize"]:
             out /= np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
         return out[0] if single else out
