@@ -11,13 +11,15 @@ from sql.read.read_queries import servable
 # the floor of `bench serve`: what pgvector alone costs for the nearest claims, with no API,
 # confirmation or fusion
 BARE_NEAREST_CLAIMS = "SELECT claim_id FROM claims ORDER BY embedding <=> %b LIMIT 10"
+# The memory's last import: the run the benchmarks read.
+_LAST_RUN = "(SELECT * FROM import_runs ORDER BY started_at DESC LIMIT 1) r"
 
 
 def claims_if_imported(conn: psycopg.Connection) -> int | None:
     """Claims in the memory if its last import succeeded, else None."""
     if conn.execute("SELECT to_regclass('import_runs') IS NULL").fetchone()[0]:
         return None
-    last = conn.execute("SELECT status FROM import_runs ORDER BY started_at DESC LIMIT 1").fetchone()
+    last = conn.execute(f"SELECT r.status FROM {_LAST_RUN}").fetchone()
     if last is None or last[0] != "succeeded":
         return None
     return conn.execute("SELECT count(*) FROM claims").fetchone()[0]
@@ -43,15 +45,14 @@ def seeded_questions(conn: psycopg.Connection, count: int, seed: int) -> tuple[l
 
 
 def last_import_report(conn: psycopg.Connection) -> Any:
-    return conn.execute("SELECT report FROM import_runs ORDER BY started_at DESC LIMIT 1").fetchone()[0]
+    return conn.execute(f"SELECT r.report FROM {_LAST_RUN}").fetchone()[0]
 
 
 def last_import_landings(conn: psycopg.Connection) -> list[float]:
     """Seconds from the last import's start at which each of its versions landed (its chunks
     written with their vectors), in order: the pipeline's progress over time."""
     return [float(r[0]) for r in conn.execute(
-        "SELECT extract(epoch FROM w.finished_at - r.started_at) FROM stage_work w,"
-        " (SELECT started_at FROM import_runs ORDER BY started_at DESC LIMIT 1) r"
+        f"SELECT extract(epoch FROM w.finished_at - r.started_at) FROM stage_work w, {_LAST_RUN}"
         " WHERE w.stage = 'embed_chunk' AND w.status = 'succeeded' AND w.finished_at >= r.started_at ORDER BY 1")]
 
 
