@@ -10,9 +10,6 @@ from __future__ import annotations
 # two share a pin; bfloat16 and int8 give other vectors, pinned apart ("model@execution").
 EXECUTIONS = ("torch", "onnx", "torch-bf16", "onnx-int8")
 SAME_VECTORS_AS_TORCH = ("torch", "onnx")
-# The executions that encode every text in a pass of its own (`OnnxEmbedder.encode`): how many
-# texts one call holds changes neither their vectors nor the time each takes.
-ENCODES_ALONE = ("onnx", "onnx-int8")
 
 
 def pinned_model_name(pin: str) -> str:

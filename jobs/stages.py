@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from actors.db_writer import Ingest, Write
 from actors.embedder import Embed, ModelRef
-from actors.executions import ENCODES_ALONE
 from actors.extractor import Extract, ExtractorConfig, build_extractor
 from actors import resident
 from actors.llm_stage import LandClaims, LoadContexts
@@ -37,13 +36,11 @@ if TYPE_CHECKING:
 # they leave the cores to the embedder and the conversion tasks.
 DB_STAGE_CPUS = 0.1
 TASK_CPUS = 0.25
-# Documents per embedder call where the execution pads a call's texts to one length (torch, and
-# bfloat16's groups of one token count): `encode` sorts its texts by length, so a bigger call pads
-# less (on 2 CPU threads, 16-document calls ran at about half the speed of one call over
-# everything). The ONNX executions encode every text alone, so a call's size changes nothing in
-# their speed, and the run's batch lets the embedder start on the first documents while the
-# stages before it read the next ones (a 128-document call held it idle until 128 documents, or
-# the whole of a smaller corpus, had been ingested, chunked and extracted).
+# Documents per embedder call. `encode` sorts its texts by length, so a bigger call pads less:
+# on 2 CPU threads, 16-document calls ran at about half the speed of one call over everything.
+# Under ONNX, which encodes every text alone, the run's 16-document batches let the embedder start
+# on the first documents; on two cores that only made the stages take turns (LoCoMo development
+# set: embed busy 24–25 s became 28–37 s, the import 0.23–0.26 of its floor became 0.23–0.24).
 _EMBED_BATCH_DOCS = 128
 
 
@@ -228,7 +225,7 @@ class DocumentStages:
             *([Stage(Extract, b, fn_constructor_kwargs={"config": self.extractor, "retry": run.retry}, resident=1,
                      num_cpus=DB_STAGE_CPUS)] if self.extractor is not None else []),
             # On a GPU an actor holds its device for the run; on CPUs the embedder is resident.
-            Stage(Embed, embed_batch_docs(b, embedding.model), fn_constructor_kwargs={
+            Stage(Embed, max(b, _EMBED_BATCH_DOCS), fn_constructor_kwargs={
                 "model": embedding.model, "device": embedding.device, "batch_size": embedding.batch_size,
                 "threads": embedding.threads, "run_id": run.run_id},
                 **({"actors": self.workers, "num_gpus": 1} if embedding.gpu
@@ -238,11 +235,6 @@ class DocumentStages:
                                                    "retry": run.retry}, resident=1, num_cpus=DB_STAGE_CPUS),
             *(self.extraction(run) if self.extraction is not None else []),
         ]
-
-
-def embed_batch_docs(run_batch: int, model: ModelRef) -> int:
-    """Documents per embedder call (`_EMBED_BATCH_DOCS`)."""
-    return run_batch if model.execution in ENCODES_ALONE else max(run_batch, _EMBED_BATCH_DOCS)
 
 
 def load_contexts(run: Run, extractor: str) -> Stage:

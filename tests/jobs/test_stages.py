@@ -94,23 +94,6 @@ def test_on_cpus_the_embedder_is_resident_and_on_a_gpu_an_actor_per_device(monke
     assert embed.fn_constructor_kwargs["run_id"] == _RUN.run_id and embed.udf().__name__ == "Embed"
 
 
-@pytest.mark.parametrize(("execution", "gpu", "docs"), [("onnx-int8", False, 16), ("onnx", False, 16),
-                                                        ("torch", False, 128), ("torch-bf16", False, 128),
-                                                        ("torch", True, 128)])
-def test_an_execution_that_encodes_each_text_alone_embeds_the_runs_batches(monkeypatch, execution, gpu, docs) -> None:
-    """ONNX encodes every text in a pass of its own, so the embedder takes the run's 16 documents
-    a call and starts on the first ones; the executions that pad a call's texts to one length
-    take 128 (`stages._EMBED_BATCH_DOCS`)."""
-    from jobs import stages as stages_mod
-
-    monkeypatch.setattr(stages_mod, "embedder_cpus", lambda workers: 1.0)
-    embedding = Embedding(ModelRef("m", "/models/m", execution=execution), gpu=gpu, device="cuda" if gpu else "cpu",
-                          batch_size=32, threads=2)
-    [embed] = [s for s in DocumentStages.of(ExtractorConfig(), embedding, workers=1, target_chars=800).stages(
-        _RUN, ingested=False) if s.fn.__name__ == "Embed"]
-    assert embed.map_batches_kwargs()["batch_size"] == docs
-
-
 def test_an_onnx_execution_embeds_on_cpu_even_beside_a_gpu() -> None:
     onnx = ModelRef("m", "/models/m", execution="onnx")
     embedding = Embedding.for_cluster(onnx, {"CPU": 8, "GPU": 1}, 2, device="auto",
