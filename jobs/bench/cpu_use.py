@@ -11,6 +11,7 @@ documents imported.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import psutil
 
@@ -85,9 +86,10 @@ class TreeCpu:
 
 
 def server_of(data_dir: str) -> psutil.Process | None:
-    """The PostgreSQL server running on `data_dir` (its backends are its children), if any."""
-    for process in psutil.process_iter(["cmdline"]):
-        cmdline = process.info["cmdline"] or []
-        if cmdline and cmdline[0].endswith("postgres") and data_dir in cmdline:
-            return process
-    return None
+    """The PostgreSQL server running on `data_dir` (its backends are its children), if any: the
+    first line of the folder's `postmaster.pid` is the server's process id."""
+    try:
+        pid = int((Path(data_dir) / "postmaster.pid").read_text().split("\n", 1)[0])
+        return psutil.Process(pid)
+    except (OSError, ValueError, psutil.Error):
+        return None   # not started yet, or stopped
