@@ -173,7 +173,7 @@ def _force(code: int, why: str) -> NoReturn:
     try:
         from sql.store import embedded
 
-        embedded.release_all()
+        embedded.release_all(wait_s=0)   # at once: a start under way in another thread is killed with the tree
     finally:
         procs = _tree()
         for proc in procs:
