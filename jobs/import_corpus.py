@@ -71,10 +71,11 @@ def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmP
     `llm` replaces the `vllm` pass's processors, `describe` the visual description's (tests drive
     both with a stand-in engine)."""
     started, started_at = time.perf_counter(), time.time()
-    ahead, server = runtime.CalibrationAhead.start(settings), runtime.authority_ahead(settings)
+    ahead = runtime.CalibrationAhead.start(settings)
     resources = runtime.init_ray(quiet=options.quiet, job_name=job_name(options), keep=options.keep_ray)
     runtime.check_shared(settings)
-    model = runtime.embedding_model(settings, server.result(), gpu=resources.get("GPU", 0) >= 1, ahead=ahead)
+    model = runtime.embedding_model(settings, store.resolve_dsn(settings), gpu=resources.get("GPU", 0) >= 1,
+                                    ahead=ahead)
     llm = llm or extract_llm.for_extractor(options.extractor, resources)
     embedding = Embedding.for_cluster(model, resources, options.workers, device=settings.embedding_device,
                                       batch_size=settings.embed_batch)

@@ -11,13 +11,11 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 from jobs import shutdown
 from jobs.settings import Settings, load_settings
@@ -95,39 +93,15 @@ def embedding_calibration(settings: Settings, model, *, measure: bool = True):
     return calibration.calibrate(model, **shape) if measure else calibration.kept(model, **shape)
 
 
-class Ahead:
-    """A call run in a thread from the command's start, while Ray starts (5–8 s on two cores, a
-    third of it with a core idle): its result, or its error, is handed to whoever asks for it,
-    where the command would have made the call itself."""
+class CalibrationAhead:
+    """This machine's calibration, measured in a thread from the command's start: on a machine's
+    first import it runs while Ray starts instead of after (about 10 s on two cores). Started
+    only where `auto` has no calibration kept for this model and settings yet; a run that then
+    needs none (a GPU, a memory pinned to an execution) leaves the child to finish and keep it."""
 
-    def __init__(self, call: Callable[[], Any], name: str, *, ahead: bool = True) -> None:
-        """`ahead=False`: the call is made where its result is asked for, as without this class."""
-        self._call, self._done, self._result, self._ahead = call, threading.Event(), None, ahead
-        if ahead:
-            threading.Thread(target=self._run, name=name, daemon=True).start()
-
-    def _run(self) -> None:
-        try:
-            self._result = self._call()
-        except BaseException as err:   # handed to whoever asks for the result
-            self._result = err
-        finally:
-            self._done.set()
-
-    def result(self):
-        if not self._ahead and not self._done.is_set():
-            self._run()
-        self._done.wait()
-        if isinstance(self._result, BaseException):
-            raise self._result
-        return self._result
-
-
-class CalibrationAhead(Ahead):
-    """This machine's calibration, measured ahead: on a machine's first import it runs while Ray
-    starts instead of after (about 10 s on two cores). Started only where `auto` has no
-    calibration kept for this model and settings yet; a run that then needs none (a GPU, a memory
-    pinned to an execution) leaves the child to finish and keep it."""
+    def __init__(self, settings: Settings) -> None:
+        self._settings, self._done, self._result = settings, threading.Event(), None
+        threading.Thread(target=self._run, name="calibration", daemon=True).start()
 
     @classmethod
     def start(cls, settings: Settings) -> CalibrationAhead | None:
@@ -136,20 +110,24 @@ class CalibrationAhead(Ahead):
         from actors.embedder import resolve_model
 
         base = resolve_model(settings.embedding_model, cache=settings.model_cache)
-        if embedding_calibration(settings, base, measure=False) is not None:
-            return None
-        return cls(lambda: embedding_calibration(settings, base), "calibration")
+        return None if embedding_calibration(settings, base, measure=False) is not None else cls(settings)
 
+    def _run(self) -> None:
+        from actors.embedder import resolve_model
 
-def authority_ahead(settings: Settings) -> Ahead:
-    """The memory's server, started and migrated ahead (`authority.prepare`): a new memory's
-    embedded PostgreSQL is made (initdb) and its tables created while Ray starts. Its result is
-    the DSN. Not ahead where the command will refuse an embedded server: a Ray cluster named by
-    `RAY_ADDRESS` needs `CORPUSMEM_DSN` (`check_shared`), and a refused command makes no memory."""
-    from sql.store import authority as store
+        try:
+            self._result = embedding_calibration(
+                self._settings, resolve_model(self._settings.embedding_model, cache=self._settings.model_cache))
+        except BaseException as err:   # handed to whoever asks for the result
+            self._result = err
+        finally:
+            self._done.set()
 
-    cluster = os.environ.get("RAY_ADDRESS") not in (None, "", "local")
-    return Ahead(lambda: store.prepare(settings), "authority", ahead=bool(settings.dsn) or not cluster)
+    def result(self):
+        self._done.wait()
+        if isinstance(self._result, BaseException):
+            raise self._result
+        return self._result
 
 
 # What `ray job submit` hands its entrypoint: the job's metadata, with its submission id and name.

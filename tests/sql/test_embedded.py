@@ -58,32 +58,3 @@ def test_a_second_process_reuses_the_server_and_the_last_one_out_stops_it():
         assert not _postmaster_running(pg_dir)
     finally:
         shutil.rmtree(home, ignore_errors=True)
-
-
-def test_a_stop_waits_for_a_start_under_way_in_another_thread_and_a_forced_one_does_not(tmp_path, monkeypatch):
-    """A command starts its server while Ray starts (`runtime.authority_ahead`): a stop that comes
-    meanwhile lets go of the server that start ends with, instead of leaving it running."""
-    import threading
-
-    from sql.store import embedded
-
-    monkeypatch.setattr(embedded, "_held", set())
-    inside, stopped = threading.Event(), []
-
-    def slow_start(pg_dir, database):
-        inside.set()
-        time.sleep(0.5)
-        embedded._held.add(pg_dir)
-        return "dsn"
-
-    monkeypatch.setattr(embedded, "_start", slow_start)
-    monkeypatch.setattr(embedded, "stop", lambda pg_dir: (stopped.append(pg_dir), embedded._held.discard(pg_dir)))
-    for wait_s, let_go in ((5.0, [tmp_path / "a"]), (0, [])):
-        starting = threading.Thread(target=embedded.start, args=(tmp_path / ("a" if wait_s else "b"),))
-        inside.clear()
-        starting.start()
-        inside.wait(5)
-        embedded.release_all(wait_s=wait_s)
-        assert stopped == let_go, wait_s
-        starting.join()
-        stopped.clear()
