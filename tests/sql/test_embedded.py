@@ -13,6 +13,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from sql.store import embedded
+
 pytestmark = pytest.mark.integration
 
 _HOLD = """
@@ -25,14 +27,7 @@ time.sleep(float(sys.argv[2]))
 
 
 def _postmaster_running(pg_dir: Path) -> bool:
-    pid_file = pg_dir / "postmaster.pid"
-    if not pid_file.exists():
-        return False
-    try:
-        os.kill(int(pid_file.read_text().split()[0]), 0)
-    except (ProcessLookupError, ValueError):
-        return False
-    return True
+    return embedded.server_process(pg_dir) is not None
 
 
 def test_a_second_process_reuses_the_server_and_the_last_one_out_stops_it():
@@ -58,3 +53,12 @@ def test_a_second_process_reuses_the_server_and_the_last_one_out_stops_it():
         assert not _postmaster_running(pg_dir)
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_the_database_server_is_the_process_its_data_folders_postmaster_pid_names(tmp_path: Path):
+    assert embedded.server_process(tmp_path) is None                    # not started yet
+    (tmp_path / "postmaster.pid").write_text(
+        f"{os.getpid()}\n{tmp_path}\n1700000000\n5432\n{tmp_path}\n\n  5432001    32768\nready   \n")
+    assert embedded.server_process(tmp_path).pid == os.getpid()
+    (tmp_path / "postmaster.pid").write_text("\n")                       # being written
+    assert embedded.server_process(tmp_path) is None
