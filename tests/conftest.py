@@ -47,7 +47,15 @@ def pg_admin_dsn():
     # to reach the data folder (pytest's folders are private to root).
     home = Path(tempfile.mkdtemp(prefix="corpusmem-test-pg-"))
     os.chmod(home, 0o755)
-    yield embedded.start(home / "pg", database="postgres")
+    dsn = embedded.start(home / "pg", database="postgres")
+    # The suite's server is deleted with its data at the end, and no test crashes the machine under
+    # it: nothing needs its writes on disk. Without fsync its stop skips the flush of the session's
+    # several hundred cloned databases (measured: 10–14 s for 150 clones, 21 s at the end of the
+    # suite), and no commit or checkpoint waits on the disk.
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET fsync = off")
+        conn.execute("SELECT pg_reload_conf()")
+    yield dsn
     embedded.stop(home / "pg")
     shutil.rmtree(home, ignore_errors=True)
 
