@@ -79,7 +79,10 @@ def serving(pg_admin_dsn, example_import, ray_local, tmp_path_factory):
         wait_until_serving(url, server, tmp_path / "serve.log")
         yield url, tmp_path / "serve.log"
     finally:
-        os.killpg(server.pid, 15)
+        # To the server alone, as `corpusmem serve`'s own stop test does: its Ray's processes share
+        # its group, and a SIGTERM that reaches the GCS as well leaves Ray's shutdown waiting on it
+        # (measured: 7 s to exit instead of 3).
+        os.kill(server.pid, 15)
         try:
             server.wait(timeout=60)
         except subprocess.TimeoutExpired:
