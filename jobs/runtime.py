@@ -208,6 +208,34 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str |
 _SERVER_MARK = "CORPUSMEM_SERVES_READ_API"
 
 
+# Ports for servers started beside a Ray: below the kernel's ephemeral range (32768–60999 on Linux)
+# and above the range Ray gives its workers (10002–19999 by default). A port the kernel hands out
+# for `bind(0)` is never one of these, so a port named here and bound a moment later cannot have
+# been taken in between by a Ray component asking the kernel for one ("Ray component
+# metrics_export is trying to use a port number … used by other components" was seen once).
+_SERVER_PORTS = range(20000, 32768)
+_ports_named: set[int] = set()   # named by this process, perhaps not bound yet
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing listens on now, in `_SERVER_PORTS`, and not named
+    before by this process."""
+    import random
+    import socket
+
+    for port in random.sample(_SERVER_PORTS, min(200, len(_SERVER_PORTS))):
+        if port in _ports_named:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _ports_named.add(port)
+        return port
+    raise RuntimeError(f"no free TCP port in {min(_SERVER_PORTS)}–{max(_SERVER_PORTS)}")
+
+
 def _start_kept(num_cpus: int | None) -> str:
     """`ray start --head` on this machine (a Ray no process owns, which `ray.init` then joins, and
     so does every later command, as Ray's own rule is); its address."""

@@ -15,7 +15,6 @@ import json
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -300,12 +299,6 @@ def bare_client(dsn: str) -> ClientFactory:
 
 # --- the server ---------------------------------------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def memory_env(home: Path, *, ray: bool = True) -> dict[str, str]:
     """The environment of a child process that works on the memory under `home` alone (its own
     embedded PostgreSQL and object store, whatever CORPUSMEM_DSN this shell sets); `ray=False`
@@ -328,7 +321,7 @@ def start_server(home: Path, log: Path, timeout: float = 600) -> tuple[subproces
     """`corpusmem serve` on the memory under `home`, on a free port; waits for `/healthz`."""
     import httpx
 
-    port = _free_port()
+    port = runtime.free_port()
     env = memory_env(home, ray=False)
     with open(log, "w") as out:
         server = subprocess.Popen([sys.executable, "-m", "jobs.cli", "serve", "--port", str(port)],

@@ -1,0 +1,36 @@
+"""`jobs/runtime.py`: the ports named for servers started beside a Ray."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from jobs import runtime
+
+
+def test_a_named_port_is_free_outside_the_kernels_own_picks_and_never_named_twice():
+    low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    ports = [runtime.free_port() for _ in range(100)]
+    assert len(set(ports)) == len(ports)
+    assert not [p for p in ports if low <= p <= high], "a port the kernel may hand out for bind(0)"
+    assert not [p for p in ports if 10002 <= p <= 19999], "a port Ray may give a worker"
+    with socket.socket() as s:   # each one can be bound now
+        s.bind(("127.0.0.1", ports[-1]))
+
+
+def test_a_port_in_use_is_skipped_and_a_full_range_is_a_clear_error(monkeypatch):
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))   # a port something listens on, made the range's first
+        held.listen()
+        busy = held.getsockname()[1]
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        spare = probe.getsockname()[1]
+        probe.close()
+        monkeypatch.setattr(runtime, "_SERVER_PORTS", [busy, spare])
+        monkeypatch.setattr(runtime, "_ports_named", set())
+        assert runtime.free_port() == spare
+        with pytest.raises(RuntimeError, match="no free TCP port"):
+            runtime.free_port()   # the busy one is in use, the spare one named already
