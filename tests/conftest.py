@@ -22,7 +22,7 @@ from jobs.settings import Settings, load_settings
 from tests.support.memory import (SUITE_EXECUTION, ExampleImport, clone_example, dsn_for, import_example,
                                   start_session_ray, unique_name)
 from tests.support import remember_venv
-from tests.support.paths import EXAMPLES
+from tests.support.paths import EXAMPLES, database_temp
 
 if TYPE_CHECKING:
     from jobs.run_report import RunReport
@@ -45,7 +45,8 @@ def pg_admin_dsn():
 
     # Not under pytest's temp folder: a root-run server drops to its own user, which must be able
     # to reach the data folder (pytest's folders are private to root).
-    home = Path(tempfile.mkdtemp(prefix="corpusmem-test-pg-"))
+    # On a tmpfs where there is room (`database_temp`).
+    home = Path(tempfile.mkdtemp(prefix="corpusmem-test-pg-", dir=database_temp()))
     os.chmod(home, 0o755)
     dsn = embedded.start(home / "pg", database="postgres")
     # The suite's server is deleted with its data at the end, and no test crashes the machine under
