@@ -44,8 +44,7 @@ def pg_admin_dsn():
     from sql.store import embedded
 
     # Not under pytest's temp folder: a root-run server drops to its own user, which must be able
-    # to reach the data folder (pytest's folders are private to root).
-    # On a tmpfs where there is room (`database_temp`).
+    # to reach the data folder (pytest's folders are private to root). On a tmpfs where it has room.
     home = Path(tempfile.mkdtemp(prefix="corpusmem-test-pg-", dir=database_temp()))
     os.chmod(home, 0o755)
     dsn = embedded.start(home / "pg", database="postgres")

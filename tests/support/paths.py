@@ -11,8 +11,8 @@ FIXTURES = ROOT / "tests" / "fixtures"
 SUPPORT = ROOT / "tests" / "support"
 
 
-# A tmpfs, where the machine has one with room for the session's databases: about 200 clones of
-# 12 MB each; measured over a whole run, /dev/shm held 2.6 GB at most, with 14.5 GB of memory left.
+# A tmpfs, where the machine has one with room for the session's databases: measured over a whole
+# run, /dev/shm held 2.6 GB at most, with 14.5 GB of memory left.
 _MEMORY_DISK = Path("/dev/shm")
 _MEMORY_DISK_ROOM = 6 * 2**30
 
