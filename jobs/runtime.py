@@ -160,6 +160,9 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str |
         # A memory engine that runs offline reports nothing to Ray's usage-stats service (nor
         # starts Ray Data's actor that gathers those reports in every job).
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        # A Ray this process starts (the raylet reads it) keeps its idle workers, and with them the
+        # stages' resident instances (`actors/resident.py`).
+        os.environ.setdefault("RAY_num_workers_soft_limit", str(warm_workers(num_cpus)))
         address = os.environ.get("RAY_ADDRESS") or None
         submitted = _SUBMITTED_JOB in os.environ or bool(os.environ.get("RAY_JOB_ID"))
         joined = served_ray() if join and not serves and address is None and not submitted else None
@@ -206,6 +209,21 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str |
 
 # In the environment of `corpusmem serve`, and so of the raylet of the Ray it starts.
 _SERVER_MARK = "CORPUSMEM_SERVES_READ_API"
+
+
+# Idle workers a Ray keeps, at least. Ray's own default is one per CPU, and it ends the others a
+# second after they fall idle; an import runs a task of each of its eight or so stages at once, so
+# on a small machine the next run (the processor's next micro-batch, the next command that joins a
+# served Ray) started those worker processes again and rebuilt their resident instances (an
+# embedding model, a connection): on 2 CPUs an 18-note import into a Ray that had just run one took
+# 7.6-9.9 s against 4.2-6.4 s with them kept. The cost is their memory: after such imports 8 idle
+# workers held 1.2 GB of their own (2 by Ray's default).
+_WARM_WORKERS = 16
+
+
+def warm_workers(num_cpus: int | None) -> int:
+    """How many idle workers a Ray started for `num_cpus` CPUs (None: this machine's) keeps."""
+    return max(_WARM_WORKERS, num_cpus or os.cpu_count() or 1)
 
 
 # Ports for servers started beside a Ray: below the kernel's ephemeral range (32768–60999 on Linux)

@@ -1,8 +1,11 @@
-"""`jobs/runtime.py`: the ports named for servers started beside a Ray."""
+"""`jobs/runtime.py`: the ports named for servers started beside a Ray, and the workers a Ray it
+starts keeps."""
 
 from __future__ import annotations
 
+import os
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -34,3 +37,26 @@ def test_a_port_in_use_is_skipped_and_a_full_range_is_a_clear_error(monkeypatch)
         assert runtime.free_port() == spare
         with pytest.raises(RuntimeError, match="no free TCP port"):
             runtime.free_port()   # the busy one is in use, the spare one named already
+
+
+def test_a_started_ray_keeps_the_workers_of_the_last_run_after_they_fall_idle(ray_local, tmp_path):
+    """Six stage tasks at once run in six worker processes; a second after they fall idle Ray would
+    end all but one per CPU (two here), and the next run would start them again."""
+    @ray_local.remote(num_cpus=0.25)
+    def stage_task(meeting: str) -> int:
+        # Each waits until all six run at once, so that six workers serve them.
+        Path(meeting, str(os.getpid())).touch()
+        deadline = time.monotonic() + 60
+        while len(os.listdir(meeting)) < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return os.getpid()
+
+    def run(name: str) -> set[int]:
+        (tmp_path / name).mkdir()
+        return set(ray_local.get([stage_task.remote(str(tmp_path / name)) for _ in range(6)]))
+
+    first = run("first")
+    assert len(first) == 6
+    time.sleep(3)   # idle for longer than Ray's one second
+    again = run("again")
+    assert again == first, f"{len(first - again)} of the run's 6 workers were ended while idle"
