@@ -213,11 +213,12 @@ _SERVER_MARK = "CORPUSMEM_SERVES_READ_API"
 
 # Idle workers a Ray keeps, at least. Ray's own default is one per CPU, and it ends the others a
 # second after they fall idle; an import runs a task of each of its eight or so stages at once, so
-# on a small machine the next run (the processor's next micro-batch, the next command that joins a
-# served Ray) started those worker processes again and rebuilt their resident instances (an
-# embedding model, a connection): on 2 CPUs an 18-note import into a Ray that had just run one took
-# 7.6-9.9 s against 4.2-6.4 s with them kept. The cost is their memory: after such imports 8 idle
-# workers held 1.2 GB of their own (2 by Ray's default).
+# on a small machine the driver's next run (the server's next processor micro-batch, the next
+# import of a notebook or a test session) started those worker processes again and rebuilt their
+# resident instances (an embedding model, a connection). A worker serves one job (driver): another
+# command starts its own either way. On 2 CPUs an 18-note import in a process that had just run one
+# took 7.6-9.9 s against 4.2-6.4 s with them kept. The cost is their memory: after such imports 8
+# idle workers held 1.2 GB of their own (2 by Ray's default).
 _WARM_WORKERS = 16
 
 
