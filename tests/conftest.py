@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 import psycopg
 import pytest
 
-from jobs.settings import Settings, load_settings
-from tests.support.memory import (SUITE_EXECUTION, ExampleImport, clone_example, dsn_for, import_example,
+from jobs.settings import Settings
+from tests.support.memory import (SUITE_EXECUTION, ExampleImport, clone_example, dsn_for, import_example, new_memory,
                                   start_session_ray, unique_name)
 from tests.support import remember_venv
 from tests.support.paths import EXAMPLES, database_temp
@@ -75,12 +75,7 @@ def template_db(pg_admin_dsn: str) -> str:
 def memory(pg_admin_dsn: str, template_db: str, tmp_path: Path) -> Settings:
     """Settings for a fresh, empty, migrated memory of this test alone, embedding as the suite's
     memories do (`SUITE_EXECUTION`)."""
-    from sql.store import embedded
-
-    name = unique_name("cm_test")
-    embedded.ensure_database(pg_admin_dsn, name, template=template_db)
-    return load_settings({}, home=tmp_path / "home", dsn=dsn_for(pg_admin_dsn, name),
-                         object_store=str(tmp_path / "objects"), embedding_execution=SUITE_EXECUTION)
+    return new_memory(pg_admin_dsn, template_db, tmp_path, unique_name("cm_test"))
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ import pytest
 
 from jobs.claims_cli import show_claims
 from tests.support import apps
-from tests.support.memory import do_import
+from tests.support.memory import do_import, new_memory, unique_name
 from tests.support.ocr_pages import encode, render
 
 pytestmark = pytest.mark.integration
@@ -19,16 +19,25 @@ pytestmark = pytest.mark.integration
 PREFER = {"Prefer": "ocr-citations"}
 
 
-@pytest.fixture
-def scanned(memory, ray_local, tmp_path):
-    """A memory holding a two-page scan (TIFF) and a plain-text note, and the app over it."""
-    folder = tmp_path / "docs"
+@pytest.fixture(scope="module")
+def scanned_memory(pg_admin_dsn, template_db, ray_local, tmp_path_factory):
+    """A memory holding a two-page scan (TIFF) and a plain-text note, imported once for the
+    module's tests, which only read it."""
+    root = tmp_path_factory.mktemp("scanned")
+    folder = root / "docs"
     folder.mkdir()
     (folder / "minutes.tiff").write_bytes(encode([render(["Grace Liu chairs the security council."]),
                                                   render(["Marco Rossi joined the platform team in 2023."])], "TIFF"))
     (folder / "note.txt").write_text("Ravi Kumar works on the cutover plan.\n")
-    assert do_import(memory, folder).status == "succeeded"
-    yield from apps.client(memory, apps.no_embedder)
+    settings = new_memory(pg_admin_dsn, template_db, root, unique_name("cm_scanned"))
+    assert do_import(settings, folder).status == "succeeded"
+    return settings
+
+
+@pytest.fixture(scope="module")
+def scanned(scanned_memory):
+    """The app over that memory."""
+    yield from apps.client(scanned_memory, apps.no_embedder)
 
 
 def _claims(api, query: str, headers: dict[str, str] | None = None, post: bool = False) -> list[dict]:
@@ -39,7 +48,7 @@ def _claims(api, query: str, headers: dict[str, str] | None = None, post: bool =
     return got.json()["evidence"]
 
 
-def test_an_ocr_claim_cites_its_page_and_line_when_asked_and_typed_text_cites_none(scanned, memory):
+def test_an_ocr_claim_cites_its_page_and_line_when_asked_and_typed_text_cites_none(scanned, scanned_memory):
     for post in (False, True):
         [rossi] = _claims(scanned, "Rossi", PREFER, post)
         assert "Marco Rossi" in rossi["claim_text"]
@@ -50,7 +59,7 @@ def test_an_ocr_claim_cites_its_page_and_line_when_asked_and_typed_text_cites_no
     [rossi] = _claims(scanned, "Rossi", {"Prefer": "return=minimal, OCR-Citations"})
     assert rossi["ocr_citation"]["page"] == 2
     # the same rule as the CLI's
-    assert "page 2, line 1 " in show_claims(memory, "minutes.tiff")
+    assert "page 2, line 1 " in show_claims(scanned_memory, "minutes.tiff")
 
 
 def test_unasked_the_evidence_keeps_the_fields_the_remember_client_accepts(scanned, remember_python, tmp_path):

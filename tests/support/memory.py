@@ -48,6 +48,16 @@ def start_session_ray() -> None:
     runtime.init_ray(num_cpus=2, quiet=True, dashboard=False)
 
 
+def new_memory(admin_dsn: str, template_db: str, root: Path, name: str) -> Settings:
+    """Settings for a fresh, empty, migrated memory in database `name` (a clone of `template_db`),
+    its home and object store under `root`, embedding as the suite's memories do (`SUITE_EXECUTION`)."""
+    from sql.store import embedded
+
+    embedded.ensure_database(admin_dsn, name, template=template_db)
+    return load_settings({}, home=root / "home", dsn=dsn_for(admin_dsn, name), object_store=str(root / "objects"),
+                         embedding_execution=SUITE_EXECUTION)
+
+
 def do_import(memory: Settings, *paths: Path | str, batch_size: int = 4, workers: int = 1,
               **source: object) -> RunReport:
     """`corpusmem import PATHS...` in this process (its Ray is the session's), into `memory`."""
@@ -81,12 +91,8 @@ def import_example(admin_dsn: str, template_db: str, corpus: Path, root: Path, p
     """The example corpus imported (`do_import` with `options`) into a new database, its home and
     object store under `root`: (database, settings, report). A failed import stops the test here.
     Its vectors are the suite's (`SUITE_EXECUTION`)."""
-    from sql.store import embedded
-
     name = unique_name(prefix)
-    embedded.ensure_database(admin_dsn, name, template=template_db)
-    settings = load_settings({}, home=root / "home", dsn=dsn_for(admin_dsn, name),
-                             object_store=str(root / "objects"), embedding_execution=SUITE_EXECUTION)
+    settings = new_memory(admin_dsn, template_db, root, name)
     report = do_import(settings, corpus, modified_at_from="path", **options)
     assert report.status == "succeeded" and report.counts["failed"] == 0, report.failures
     return name, settings, report
