@@ -176,8 +176,11 @@ def _measure_in_child(model: ModelRef, key: dict[str, Any], path: Path) -> None:
     # the child runs this same module: from the folder that holds the `actors` package
     root = Path(__file__).resolve().parent.parent
     try:
+        # The child gets a copy of the environment, not the process's own: this runs ahead in a
+        # thread while `init_ray` sets Ray's variables, and an exec that read the environment while
+        # another thread's setenv moved it failed with EFAULT ("Bad address").
         done = subprocess.run([sys.executable, "-m", "actors.calibration", json.dumps(request)], cwd=root,
-                              capture_output=True, text=True, timeout=600, check=False)
+                              env=dict(os.environ), capture_output=True, text=True, timeout=600, check=False)
     except subprocess.TimeoutExpired as err:
         raise CalibrationFailed("the embedding model's calibration ran past 10 minutes; set "
                                 "CORPUSMEM_EMBEDDING_EXECUTION to an execution to skip it") from err

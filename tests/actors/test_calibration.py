@@ -197,3 +197,33 @@ def test_a_calibration_ahead_that_fails_fails_where_its_result_is_needed(tmp_pat
     ahead = runtime.CalibrationAhead.start(settings)
     with pytest.raises(calibration.CalibrationFailed, match="the child died"):
         runtime.embedding_model(settings, None, ahead=ahead)
+
+
+def test_the_calibration_child_starts_while_another_thread_changes_the_environment(tmp_path):
+    """The calibration runs ahead in a thread while `init_ray` sets Ray's variables: each child
+    still starts (and fails here on a model that is not there), never an OSError from its exec."""
+    import os
+    import threading
+
+    model = ModelRef("missing", str(tmp_path / "missing"), cache=str(tmp_path / "cache"))
+    done = threading.Event()
+    names = [f"CORPUSMEM_TEST_VARIABLE_{i}" for i in range(200)]
+
+    def change_the_environment():
+        # Variables set and unset in the process's environment (not in `os.environ`'s mapping, which
+        # stays as it was): each new one may move the environment's array, as `init_ray`'s do.
+        while not done.is_set():
+            for name in names:
+                os.putenv(name, "x")
+            for name in names:
+                os.unsetenv(name)
+
+    changer = threading.Thread(target=change_the_environment)
+    changer.start()
+    try:
+        for _ in range(6):
+            with pytest.raises(calibration.CalibrationFailed):
+                calibration._measure_in_child(model, {}, tmp_path / "out.json")
+    finally:
+        done.set()
+        changer.join()
