@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -166,13 +167,27 @@ def test_a_submitted_job_keeps_its_name_and_reports_its_submission_id(cluster, m
     assert client.get_job_info(submission).metadata["job_name"] == "corpusmem import s3://bucket/notes"
 
 
-def test_two_nodes_import_into_the_served_authority_and_s3_the_rows_of_one_node(
-        cluster, served, s3_store, example_memory, example_corpus, tmp_path):
+@dataclass(frozen=True)
+class TwoNodeImport:
+    dsn: str     # the memory it made, in the served authority
+    store: str   # its object store, in the bucket
+    out: str     # the command's report
+
+
+@pytest.fixture(scope="module")
+def two_node_import(cluster, served, s3_store, example_corpus, tmp_path_factory) -> TwoNodeImport:
+    """The example corpus imported on the two nodes, once for the tests that check it and read it."""
     dsn = _database(served, "cluster_import")
     store = s3_store.format(prefix="objects")
-    proc = _import(cluster, dsn, store, example_corpus, home=tmp_path)
+    proc = _import(cluster, dsn, store, example_corpus, home=tmp_path_factory.mktemp("two-node-home"))
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err[-3000:]
+    return TwoNodeImport(dsn, store, out)
+
+
+def test_two_nodes_import_into_the_served_authority_and_s3_the_rows_of_one_node(
+        cluster, two_node_import, example_memory, example_corpus):
+    dsn, store, out = two_node_import.dsn, two_node_import.store, two_node_import.out
     assert "documents seen   11" in out and "failed           0" in out
     # the report names the job and says which node ran what; both nodes ran part of it
     assert re.search(rf"ray job +\w+ \('corpusmem import {re.escape(str(example_corpus))}'\)", out), out
@@ -217,7 +232,7 @@ def test_two_nodes_import_into_the_served_authority_and_s3_the_rows_of_one_node(
 
 
 def test_the_read_api_on_the_cluster_serves_the_shared_authority_and_counts_its_requests(
-        cluster, served, s3_store, tmp_path):
+        cluster, two_node_import, tmp_path):
     """`corpusmem serve` joins the cluster with the served authority's DSN; its requests are counted
     by operation (`ray.serve.metrics`) on the nodes' export ports."""
     import httpx
@@ -225,11 +240,10 @@ def test_the_read_api_on_the_cluster_serves_the_shared_authority_and_counts_its_
     from tests.support.ports import free_port
     from tests.support.waiting import wait_until_serving
 
-    dsn = _database(served, "cluster_import")   # the memory the two-node import made
     port = free_port()
     proc = subprocess.Popen([*CORPUSMEM, "serve", "--port", str(port)], cwd=PROJECT_ROOT, text=True,
-                            env=_env(RAY_ADDRESS=cluster.address, CORPUSMEM_DSN=dsn, CORPUSMEM_HOME=str(tmp_path),
-                                     CORPUSMEM_OBJECT_STORE=s3_store.format(prefix="objects")),
+                            env=_env(RAY_ADDRESS=cluster.address, CORPUSMEM_DSN=two_node_import.dsn,
+                                     CORPUSMEM_HOME=str(tmp_path), CORPUSMEM_OBJECT_STORE=two_node_import.store),
                             stdout=subprocess.DEVNULL, stderr=open(tmp_path / "serve.log", "w"), start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
