@@ -26,9 +26,13 @@ install: $(VENV)/.installed
 demo: install
 	$(VENV)/bin/corpusmem demo
 
+# Test processes (pytest-xdist): on 2 cores the suite took 15 min 55 s on two against 19 min 19 s on one
+# the same day; `make test TEST_WORKERS=0` runs it in this process.
+TEST_WORKERS ?= 2
+
 test: install
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q --durations=10
+	$(PY) -m pytest -q --durations=10 -n $(TEST_WORKERS)
 
 bench: install
 	$(VENV)/bin/corpusmem bench import

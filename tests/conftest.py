@@ -21,7 +21,7 @@ import pytest
 from jobs.settings import Settings
 from tests.support.memory import (SUITE_EXECUTION, ExampleImport, clone_example, dsn_for, import_example, new_memory,
                                   start_session_ray, unique_name)
-from tests.support import remember_venv
+from tests.support import groups, remember_venv
 from tests.support.paths import EXAMPLES, database_temp
 
 if TYPE_CHECKING:
@@ -37,6 +37,22 @@ os.environ.setdefault("CORPUSMEM_EMBEDDING_EXECUTION", SUITE_EXECUTION)
 # in the shared copy would make other tests depend on the order they run in.
 _FINGERPRINT_TABLES = ("documents", "versions", "chunks", "claims", "claim_occurrences", "entities",
                        "facts", "fact_decisions", "fact_evidence", "import_runs", "stage_work")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test of the session's `corpusmem serve` is in a module of `SERVED_RAY_MODULES`, so that
+    on several workers they run beside the other tests of a served Ray (`tests/support/groups.py`)."""
+    stray = sorted({groups.module(item.nodeid) for item in items if "serving" in item.fixturenames}
+                   - groups.SERVED_RAY_MODULES)
+    if stray:
+        raise pytest.UsageError(f"add {', '.join(stray)} to tests/support/groups.py::SERVED_RAY_MODULES: "
+                                "its tests use the session's `corpusmem serve`")
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """On pytest-xdist workers (`make test`): one group of tests at a time on a worker, in the order
+    they are collected (`tests/support/groups.py`)."""
+    return groups.scheduler(config, log)
 
 
 @pytest.fixture(scope="session")
