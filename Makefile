@@ -26,8 +26,9 @@ install: $(VENV)/.installed
 demo: install
 	$(VENV)/bin/corpusmem demo
 
-# Test processes (pytest-xdist): on 2 cores the suite took 15 min 55 s on two against 19 min 19 s on one
-# the same day; `make test TEST_WORKERS=0` runs it in this process.
+# Test processes (pytest-xdist, grouped by tests/support/groups.py): on 2 cores the suite took
+# 16 min 55 s on two against 18 min 52 s to 19 min 19 s in one the same day (docs/testing.md);
+# `make test TEST_WORKERS=0` runs it in one process.
 TEST_WORKERS ?= 2
 
 test: install
