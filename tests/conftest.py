@@ -50,7 +50,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """On pytest-xdist workers (`make test`): one group of tests at a time on a worker, in the order
+    """On pytest-xdist workers (`make test TEST_WORKERS=2`): one group of tests at a time on a worker, in the order
     they are collected (`tests/support/groups.py`)."""
     return groups.scheduler(config, log)
 

@@ -1,4 +1,4 @@
-"""How `make test` shares the suite between its pytest-xdist workers: a module's tests run on one
+"""How the suite is shared between pytest-xdist workers (`make test TEST_WORKERS=2`): a module's tests run on one
 worker, one after another (its module fixtures, such as a two-node cluster, are made once), and so
 do all the tests of a Ray that a `corpusmem serve` holds.
 
