@@ -27,7 +27,7 @@ demo: install
 	$(VENV)/bin/corpusmem demo
 
 # Test processes (pytest-xdist, grouped by tests/support/groups.py). One by default: on this 2-core
-# machine two took 16 min 55 s against 18 min 52 s to 19 min 19 s in one the same day, but kept it
+# machine two took 16 min 55 s against 17 min 30 s to 19 min 19 s in one the same day, but kept it
 # 95 % busy, and a second clean run on two failed on load alone (docs/testing.md).
 # `make test TEST_WORKERS=2` (or more, on more cores) shares the suite.
 TEST_WORKERS ?= 0
