@@ -13,7 +13,6 @@ anything else (a corrupt file, a bug) fails once and is `failed`.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Collection
 from functools import partial
 
@@ -81,14 +80,14 @@ class Ingest:
 
     def __init__(self, dsn: str, object_store: str, run_id: str | None, routable: Collection[str],
                  retry: RetryPolicy = RetryPolicy()) -> None:
-        self._link = Link(dsn)
+        self._link = Link(dsn, "corpusmem ingest")
         self._store = ObjectStore(object_store)
         self._run_id = run_id
         self._routable = tuple(routable)
         self._retry = retry
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        started = time.perf_counter()
+        started = records.clock()
         rows = records.to_rows(batch)
         for row in rows:
             if row["outcome"] == records.FAILED:
@@ -101,7 +100,7 @@ class Ingest:
             except Exception as err:  # one bad item must not take the batch down
                 _log.exception("ingest failed for %s", row["item"])
                 records.fail(row, "ingest", describe(err))
-        records.share_seconds(rows, "ingest", time.perf_counter() - started)
+        records.share_seconds(rows, "ingest", started)
         return records.to_table(rows)
 
     def _ingest(self, row: dict) -> None:
@@ -133,14 +132,14 @@ class Write:
 
     def __init__(self, dsn: str, object_store: str, run_id: str, extractor: str | None,
                  retry: RetryPolicy = RetryPolicy()) -> None:
-        self._link = Link(dsn)
+        self._link = Link(dsn, "corpusmem write")
         self._store = ObjectStore(object_store)
         self._run_id = run_id
         self._extractor = extractor
         self._retry = retry
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        started = time.perf_counter()
+        started = records.clock()
         rows = records.to_rows(batch)
         try:
             self._land_retrying(rows)
@@ -156,7 +155,7 @@ class Write:
                 except Exception as err:
                     records.fail(row, "write", describe(err))
                     with_retries(self._retry, partial(self._land, [row]), self._link.after)
-        records.share_seconds(rows, "write", time.perf_counter() - started)
+        records.share_seconds(rows, "write", started)
         report = report_table(rows)
         _count_landed(report)
         return report
@@ -212,6 +211,7 @@ REPORT_SCHEMA = pa.schema([
     # pages the vision model described, and the reason of each page it did not (`DESCRIPTION`)
     ("described_pages", pa.int64()), ("description_failures", pa.list_(pa.string())),
     *[(f"s_{stage}", pa.float64()) for stage in records.STAGES],
+    *[(f"c_{stage}", pa.float64()) for stage in records.STAGES],
 ])
 
 
@@ -251,7 +251,7 @@ def report_table(rows: list[dict]) -> pa.Table:
             # whatever became of the document: a failed one counts the descriptions that failed it
             "described_pages": sum(1 for d in r["descriptions"] or [] if d["kind"] is not None),
             "description_failures": [d["reason"] for d in r["descriptions"] or [] if d["kind"] is None],
-            **{f"s_{s}": r[f"s_{s}"] for s in records.STAGES}})
+            **{f"{t}_{s}": r[f"{t}_{s}"] for s in records.STAGES for t in ("s", "c")}})
     return pa.Table.from_pylist(out, schema=REPORT_SCHEMA)
 
 
@@ -262,13 +262,13 @@ class LoadQueued:
     needs, so an object store that stays unreadable dead-letters `convert`."""
 
     def __init__(self, dsn: str, object_store: str, run_id: str, retry: RetryPolicy = RetryPolicy()) -> None:
-        self._link = Link(dsn)
+        self._link = Link(dsn, "corpusmem load")
         self._store = ObjectStore(object_store)
         self._run_id = run_id
         self._retry = retry
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        started = time.perf_counter()
+        started = records.clock()
         rows = []
         for version_id in batch.column("version_id").to_pylist():
             found = with_retries(self._retry, partial(self._queued_row, version_id), self._link.after)
@@ -295,7 +295,7 @@ class LoadQueued:
                 records.fail(row, "convert", f"{UNREADABLE_BYTES}: {err}", dead_letter=True)
                 with_retries(self._retry, partial(self._dead_letter, row), self._link.after)
             rows.append(row)
-        records.share_seconds(rows, "read", time.perf_counter() - started)
+        records.share_seconds(rows, "read", started)
         return records.to_table(rows)
 
     def _queued_row(self, version_id: str) -> dict | None:

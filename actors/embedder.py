@@ -193,7 +193,7 @@ class Embed:
         self._cache = VectorCache(_CACHE_TEXTS)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        started = time.perf_counter()
+        started = records.clock()
         rows = records.to_rows(batch)
         todo: dict[bytes, list[dict]] = {}   # text key → the chunks and claims that need its vector
         texts: dict[bytes, str] = {}
@@ -228,7 +228,7 @@ class Embed:
                 for item in todo[key]:
                     item["embedding"] = blob
             self._charge(rows, len(keys), encode_seconds)
-        records.share_seconds(rows, "embed", time.perf_counter() - started)
+        records.share_seconds(rows, "embed", started)
         return records.to_table(rows)
 
     def _charge(self, rows: list[dict], encoded: int, seconds: float) -> None:

@@ -83,7 +83,7 @@ class Extract:
         self._extractor = build_extractor(config, retry)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        started = time.perf_counter()
+        started = records.clock()
         rows = records.to_rows(batch)
         active = [r for r in rows if records.is_active(r)]
         try:
@@ -100,10 +100,10 @@ class Extract:
         if active:
             backend = type(self._extractor).__name__
             metrics.observe("corpusmem_extract_batch_size", len(active), extractor=backend)
-            metrics.observe("corpusmem_extract_batch_seconds", time.perf_counter() - started, extractor=backend)
+            metrics.observe("corpusmem_extract_batch_seconds", time.perf_counter() - started[0], extractor=backend)
         if active and cost_rows:
             # One batch of calls served several versions; the batch's cost rides on its first row,
             # beside what earlier stages charged it (the visual description).
             active[0]["costs"] = [*(active[0]["costs"] or []), *cost_rows]
-        records.share_seconds(rows, "extract", time.perf_counter() - started)
+        records.share_seconds(rows, "extract", started)
         return records.to_table(rows)

@@ -37,6 +37,7 @@ from actors import metrics
 from actors.db_writer import Link
 from actors.extractor import ExtractorConfig, ExtractorUnavailable
 from actors.retries import GaveUp, RetryPolicy, with_retries
+from pipeline.records import clock
 from pipeline.facts import adjudication, names, normalize, resolution
 from sql.store import runs
 from sql.write import assertions as assertions_sql
@@ -44,6 +45,12 @@ from sql.write import entities as entities_sql
 from sql.write import facts_store
 
 _log = logging.getLogger(__name__)
+
+
+def _spent(started: tuple[float, float]) -> dict[str, float]:
+    """A unit's wall and CPU seconds since `started` (`records.clock()`): a worker runs one task at
+    a time, so the process's CPU clock is the unit's."""
+    return {"seconds": time.perf_counter() - started[0], "cpu_seconds": time.process_time() - started[1]}
 
 
 def shard_of(key: str, shards: int) -> int:
@@ -69,7 +76,7 @@ class Normalizer:
     endpoint that fails every attempt dead-letters the version, whose claims stay unread)."""
 
     def __init__(self, dsn: str, config: ExtractorConfig | None = None, retry: RetryPolicy = RetryPolicy()) -> None:
-        self._link = Link(dsn)
+        self._link = Link(dsn, "corpusmem normalize")
         self._retry = retry
         self._model = None
         self.version = normalize.VERSION
@@ -84,13 +91,13 @@ class Normalizer:
             self.version = self._model.version
 
     def normalize(self, version_ids: list[str]) -> dict[str, Any]:
-        started = time.perf_counter()
+        started = clock()
         try:
             claims = with_retries(self._retry, lambda: assertions_sql.claims_of(self._link.conn, version_ids),
                                   self._link.after)
         except GaveUp as err:
             dead = _dead_letter(self._link, "normalize_relations", lambda _: version_ids, err)
-            return {"claims": 0, "assertions": 0, "dead_letter": dead, "seconds": time.perf_counter() - started}
+            return {"claims": 0, "assertions": 0, "dead_letter": dead, **_spent(started)}
         by_version: dict[str, list[dict]] = defaultdict(list)
         for claim in claims:
             by_version[claim["version_id"]].append(claim)
@@ -120,9 +127,9 @@ class Normalizer:
                 self._link.conn, rows, mentions, read, self.version, costs), self._link.after)
         except GaveUp as err:
             dead = _dead_letter(self._link, "normalize_relations", lambda _: version_ids, err)
-            return {"claims": 0, "assertions": 0, "dead_letter": dead, "seconds": time.perf_counter() - started}
+            return {"claims": 0, "assertions": 0, "dead_letter": dead, **_spent(started)}
         return {"claims": len(read), "assertions": len(rows), "dead_letter": dead,
-                "seconds": time.perf_counter() - started}
+                **_spent(started)}
 
 
 # `vllm_normalizer.INPUT_COLUMNS`, typed.
@@ -136,7 +143,7 @@ class NormalizeInputs:
     dead-lettered and gives no rows."""
 
     def __init__(self, dsn: str, retry: RetryPolicy = RetryPolicy()) -> None:
-        self._link = Link(dsn)
+        self._link = Link(dsn, "corpusmem normalize")
         self._retry = retry
 
     def __call__(self, batch: pa.Table) -> pa.Table:
@@ -163,7 +170,7 @@ class AssertionWriter:
     transient failures, dead-lettered when the database stays away."""
 
     def __init__(self, dsn: str, normalizer: str, retry: RetryPolicy = RetryPolicy()) -> None:
-        self._link = Link(dsn)
+        self._link = Link(dsn, "corpusmem normalize")
         self._normalizer = normalizer
         self._retry = retry
 
@@ -198,12 +205,12 @@ class AssertionWriter:
 
 class ResolverShard:
     def __init__(self, dsn: str, run_id: str, retry: RetryPolicy = RetryPolicy()) -> None:
-        self._link = Link(dsn)
+        self._link = Link(dsn, "corpusmem resolve")
         self._run_id = run_id
         self._retry = retry
 
     def resolve(self, keys: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-        started = time.perf_counter()
+        started = clock()
         counts: dict[str, int] = defaultdict(int)
         dead = 0
         for key in sorted(keys):
@@ -215,7 +222,7 @@ class ResolverShard:
                 continue
             for step, n in got.items():
                 counts[step] += n
-        return {"verdicts": dict(counts), "dead_letter": dead, "seconds": time.perf_counter() - started}
+        return {"verdicts": dict(counts), "dead_letter": dead, **_spent(started)}
 
     def _resolve_key(self, key: str, listed: list[dict[str, Any]]) -> dict[str, int]:
         """One key, under its lock, in one transaction: only mentions still unbound once the
@@ -252,13 +259,13 @@ class ResolverShard:
 class AdjudicatorShard:
     def __init__(self, dsn: str, run_id: str, floor: float = adjudication.CONFIDENCE_FLOOR,
                  retry: RetryPolicy = RetryPolicy()) -> None:
-        self._link = Link(dsn)
+        self._link = Link(dsn, "corpusmem adjudicate")
         self._run_id = run_id
         self._floor = floor
         self._retry = retry
 
     def adjudicate(self, anchors: list[str]) -> dict[str, Any]:
-        started = time.perf_counter()
+        started = clock()
         decisions = assertions = dead = 0
         per_entity: list[tuple[int, int, float]] = []  # (candidate facts, assertions, seconds)
         for anchor_id in sorted(anchors):
@@ -274,7 +281,7 @@ class AdjudicatorShard:
             assertions += incoming
             per_entity.append((loaded, incoming, time.perf_counter() - t0))
         return {"anchors": len(anchors), "assertions": assertions, "decisions": decisions, "dead_letter": dead,
-                "per_entity": per_entity, "seconds": time.perf_counter() - started}
+                "per_entity": per_entity, **_spent(started)}
 
     def _adjudicate_one(self, anchor_id: str) -> tuple[int, int, int]:
         """One entity under its lock, read and written in one transaction: (candidate facts,
@@ -304,7 +311,7 @@ class LabelVectors:
                  retry: RetryPolicy = RetryPolicy()) -> None:
         from actors.embedder import kept_model
 
-        self._link = Link(dsn)
+        self._link = Link(dsn, "corpusmem label")
         self._model = kept_model(model, device, threads)
         self._batch_size = batch_size
         self._retry = retry
@@ -318,7 +325,7 @@ class LabelVectors:
         database stayed away."""
         from sql.write import reconcile
 
-        started = time.perf_counter()
+        started = clock()
         done = {"fact_vectors": 0, "profiles": 0}
 
         def attempt() -> None:
@@ -334,5 +341,5 @@ class LabelVectors:
         try:
             with_retries(self._retry, attempt, self._link.after)
         except GaveUp as err:
-            return {**done, "gave_up": (err.attempts, err.reason), "seconds": time.perf_counter() - started}
-        return {**done, "seconds": time.perf_counter() - started}
+            return {**done, "gave_up": (err.attempts, err.reason), **_spent(started)}
+        return {**done, **_spent(started)}

@@ -11,7 +11,6 @@ untouched. A bad input is a failed row with its reason, never a failed batch.
 
 from __future__ import annotations
 
-import time
 from importlib.metadata import version
 from typing import TYPE_CHECKING
 
@@ -83,7 +82,7 @@ class Ocr:
         return self._recogniser
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        started = time.perf_counter()
+        started = records.clock()
         rows = records.to_rows(batch)
         for row in rows:
             if records.is_active(row) and row["converter"] == OCR and row["markdown"] is None:
@@ -94,5 +93,5 @@ class Ocr:
                     records.fail(row, "ocr", str(err))
                 except Exception as err:  # a per-row error column, never a failed batch
                     records.fail(row, "ocr", f"{type(err).__name__}: {err}")
-        records.share_seconds(rows, "ocr", time.perf_counter() - started)
+        records.share_seconds(rows, "ocr", started)
         return records.to_table(rows)

@@ -153,6 +153,7 @@ class _Phase:
             batches = [versions[i:i + _VERSIONS_PER_CALL] for i in range(0, len(versions), _VERSIONS_PER_CALL)]
             for got in _on_shards(facts_shards.Normalizer, {"dsn": self.dsn, "config": config, "retry": self.retry},
                                   "normalize", batches, at_once=self.shards):
+                report.add_cpu("normalize", got)
                 report.claims_normalized += got["claims"]
                 report.assertions += got["assertions"]
                 report.dead_letter += got["dead_letter"]
@@ -164,6 +165,7 @@ class _Phase:
             parts = [{k: keys[k] for k in part} for part in _split(sorted(keys), self.shards) if part]
             shard = {"dsn": self.dsn, "run_id": self.run_id, "retry": self.retry}
             for got in _on_shards(facts_shards.ResolverShard, shard, "resolve", parts, at_once=len(parts)):
+                report.add_cpu("resolve", got)
                 report.dead_letter += got["dead_letter"]
                 for verdict, n in got["verdicts"].items():
                     report.mentions_resolved[verdict] = report.mentions_resolved.get(verdict, 0) + n
@@ -179,6 +181,7 @@ class _Phase:
             parts = [p for p in _split(anchors, self.shards) if p]
             shard = {"dsn": self.dsn, "run_id": self.run_id, "retry": self.retry}
             for got in _on_shards(facts_shards.AdjudicatorShard, shard, "adjudicate", parts, at_once=len(parts)):
+                report.add_cpu("adjudicate", got)
                 report.anchors += got["anchors"]
                 report.adjudicated += got["assertions"]
                 report.decisions += got["decisions"]
@@ -200,7 +203,9 @@ class _Phase:
                         "threads": threads, "retry": self.retry}
             # No CPU asked: the model's threads are the embedder's, whose pipeline has ended.
             report.vectors = ray.get(_resident(facts_shards.LabelVectors, labeller, "run", num_cpus=0))
+            report.add_cpu("label", report.vectors)
             report.vectors.pop("seconds", None)
+            report.vectors.pop("cpu_seconds", None)
             gave_up = report.vectors.pop("gave_up", None)
             if gave_up is not None:
                 raise GaveUp(*gave_up)

@@ -34,6 +34,8 @@ class FactsReport:
     superseded_claims: int = 0
     vectors: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    # CPU seconds of the steps' shards (their worker processes; the database's are its own)
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
     per_entity: list[tuple[int, int, float]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -43,7 +45,12 @@ class FactsReport:
                 "superseded_claims": self.superseded_claims, "reconcile": self.reconcile, "vectors": self.vectors,
                 "dead_letter": self.dead_letter, "gave_up": self.gave_up,
                 "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+                "cpu_seconds": {k: round(v, 3) for k, v in self.cpu_seconds.items()},
                 "per_entity_work": self.per_entity_work()}
+
+    def add_cpu(self, step: str, unit: dict[str, Any]) -> None:
+        """A shard unit's CPU seconds (`cpu_seconds` of its result) under `step`."""
+        self.cpu_seconds[step] = self.cpu_seconds.get(step, 0.0) + unit.get("cpu_seconds", 0.0)
 
     def per_entity_work(self) -> list[dict[str, Any]]:
         """Adjudication cost per assertion, by how many candidate facts the entity had loaded:
@@ -74,6 +81,8 @@ class FactsReport:
             *([f"  facts phase      ended early, {self.gave_up}; `corpusmem retry` or the next import finishes it"]
               if self.gave_up else []),
             "  facts seconds    " + "  ".join(f"{k} {v:.2f}" for k, v in self.seconds.items()),
+            *(["  facts CPU s      " + "  ".join(f"{k} {v:.2f}" for k, v in self.cpu_seconds.items())
+               + " (their workers; the database's apart)"] if self.cpu_seconds else []),
         ])
 
 
@@ -99,6 +108,7 @@ class RunReport:
     described_pages: int = 0   # pages a vision model described (CORPUSMEM_DESCRIBE_MODEL)
     description_failures: Counter = field(default_factory=Counter)   # pages it did not describe, by reason
     stage_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    stage_cpu_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     wall_seconds: float = 0.0
     pipeline_seconds: float = 0.0   # from the first source item to the last report row
     status: str = "running"
@@ -113,6 +123,7 @@ class RunReport:
             self.claims += row["claims"]
             self.ledger_rows += row["ledger_rows"]
             self.stage_seconds["extract"] += row["s_extract"] or 0.0
+            self.stage_cpu_seconds["extract"] += row["c_extract"] or 0.0
             return
         self.seen += 1
         outcome = row["outcome"]
@@ -135,6 +146,7 @@ class RunReport:
         self.description_failures.update(row["description_failures"])
         for stage in records.STAGES:
             self.stage_seconds[stage] += row[f"s_{stage}"] or 0.0
+            self.stage_cpu_seconds[stage] += row[f"c_{stage}"] or 0.0
 
     def add_llm_pass(self, landed: dict[str, Any]) -> None:
         """The counts of the LLM pass that follows the pipeline (`jobs.extract_llm.run`): its
@@ -164,6 +176,7 @@ class RunReport:
                 "failures": self.failures, "parked": self.parked,
                 "description_failures": dict(sorted(self.description_failures.items())),
                 "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
+                "stage_cpu_seconds": {k: round(v, 3) for k, v in self.stage_cpu_seconds.items()},
                 "wall_seconds": round(self.wall_seconds, 3),
                 "pipeline_seconds": round(self.pipeline_seconds, 3), "ray_job": self.ray_job, "nodes": self.nodes,
                 "embedding": self.embedding}
@@ -193,8 +206,9 @@ class RunReport:
             f"  OCR              {c['ocr_pages']} pages in {self.stage_seconds.get('ocr', 0.0):.2f} busy s",
             *self._render_described(),
             *self._render_embedding(),
-            "  busy seconds per stage (summed over workers):",
-            "    " + "  ".join(f"{s} {self.stage_seconds.get(s, 0.0):.2f}" for s in records.STAGES),
+            "  busy seconds per stage (summed over workers), and in brackets the CPU seconds they spent:",
+            "    " + "  ".join(f"{s} {self.stage_seconds.get(s, 0.0):.2f} ({self.stage_cpu_seconds.get(s, 0.0):.2f})"
+                               for s in records.STAGES),
         ]
         if self.facts is not None:
             lines.append(self.facts.render())

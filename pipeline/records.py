@@ -9,6 +9,7 @@ untouched, so the writer can record it (a per-row error column, never a dropped 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -188,6 +189,8 @@ DOC_SCHEMA = pa.schema([
     ("dead_letter", pa.bool_()),
     # busy seconds spent on this row, per stage (a batch's time shared among its rows)
     *[(f"s_{stage}", pa.float64()) for stage in STAGES],
+    # CPU seconds spent on this row, per stage: the worker process's, over the batch, shared the same way
+    *[(f"c_{stage}", pa.float64()) for stage in STAGES],
 ])
 
 COLUMNS = tuple(DOC_SCHEMA.names)
@@ -228,7 +231,16 @@ def is_active(row: dict[str, Any]) -> bool:
     return row["outcome"] in (PROCESS, RESUME, None)
 
 
-def share_seconds(rows: list[dict[str, Any]], stage: str, seconds: float) -> None:
-    """Spread a batch's busy time over its rows, so per-stage totals add up across workers."""
+def clock() -> tuple[float, float]:
+    """Now, as `share_seconds` takes it: the wall clock and this process's CPU clock."""
+    return time.perf_counter(), time.process_time()
+
+
+def share_seconds(rows: list[dict[str, Any]], stage: str, started: tuple[float, float]) -> None:
+    """Spread a batch's busy time and CPU time since `started` (`clock()`) over its rows, so
+    per-stage totals add up across workers. The CPU is the whole process's: a worker runs one
+    task at a time, so it is the stage's own, with the little its Ray threads spend meanwhile."""
+    wall, cpu = time.perf_counter() - started[0], time.process_time() - started[1]
     for row in rows:
-        row[f"s_{stage}"] = seconds / max(len(rows), 1)
+        row[f"s_{stage}"] = wall / max(len(rows), 1)
+        row[f"c_{stage}"] = cpu / max(len(rows), 1)

@@ -117,23 +117,74 @@ def run_child(module_args: list[str], home: Path, args: argparse.Namespace) -> d
     proc, peak = psutil.Process(child.pid), 0
     # the import's processes (Ray's are its children) and its database server's, every half second
     cpu, server, data_dir = cpu_use.TreeCpu(), None, (home / "pg").resolve()
-    for tick in itertools.count():
-        if child.poll() is not None:
-            break
-        try:
-            peak = max(peak, proc.memory_info().rss)
-        except psutil.NoSuchProcess:
-            break
-        if tick % 10 == 0:
-            server = server or embedded.server_process(data_dir)
-            cpu.sample(proc, *([server] if server is not None else []))
-        time.sleep(0.05)
+    who = _PostgresNames(data_dir)
+    try:
+        for tick in itertools.count():
+            if child.poll() is not None:
+                break
+            try:
+                peak = max(peak, proc.memory_info().rss)
+            except psutil.NoSuchProcess:
+                break
+            if tick % 10 == 0:
+                server = server or embedded.server_process(data_dir)
+                cpu.sample(proc, *([server] if server is not None else []), names=who.read())
+            time.sleep(0.05)
+    finally:
+        who.close()
     exited = time.perf_counter() - started
     reader.join(timeout=10)
     if child.returncode != 0 or not done:
         raise RuntimeError(f"import failed ({child.returncode}):\n{''.join(lines)}")
     return {"seconds": done[0], "exit_seconds": exited, "driver_peak_rss_mib": peak / 2**20, "report": "".join(lines),
-            "cpu_seconds": cpu.seconds}
+            "cpu_seconds": cpu.seconds, "cpu_by_process": cpu.by_component()}
+
+
+class _PostgresNames:
+    """Which PostgreSQL backend is whose, read while the import runs (`cpu_use.postgres_components`),
+    over a connection of the benchmark's own that joins nothing; its own queries are named too."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self._data_dir = data_dir
+        self._conn = None
+        self._names: dict[int, str] = {}
+
+    def read(self) -> dict[int, str]:
+        import psycopg
+
+        try:
+            if self._conn is None:
+                dsn = embedded.socket_dsn(self._data_dir)
+                if dsn is None:
+                    return self._names
+                self._conn = psycopg.connect(dsn, autocommit=True, application_name="corpusmem bench",
+                                             connect_timeout=2)
+            self._names.update(cpu_use.postgres_components(self._conn))
+        except psycopg.Error:   # not up yet (the database is made after the server), or stopping
+            self.close()
+        return self._names
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def _encoding_alone(home: Path, execution: str, threads: int, batch_size: int) -> dict[str, Any]:
+    """The second reference: the import's own chunks and claims (every distinct text it encoded),
+    through its own execution and threads, in this process with nothing else running."""
+    from actors.embedder import resolve_model
+    from sql.read import bench_queries
+    from sql.store import authority as store
+
+    settings = runtime.settings()
+    with store.connect(embedded.start((home / "pg").resolve())) as conn:
+        texts = bench_queries.encoded_texts(conn)
+    ref = resolve_model(settings.embedding_model, execution, settings.model_cache)
+    seconds = {kind: _encode_seconds(found, ref, threads, batch_size) if found else 0.0
+               for kind, found in texts.items()}
+    return {"alone_seconds": sum(seconds.values()), "alone_by_kind": seconds,
+            "alone_texts": {kind: len(found) for kind, found in texts.items()}}
 
 
 def _last_run(home: Path) -> dict[str, Any]:
@@ -221,6 +272,8 @@ def _run_figures(corpus: Path, home: Path, args: argparse.Namespace, dated_by: s
             "driver_peak_rss_mib": round(child["driver_peak_rss_mib"], 1),
             "steady_docs_per_second": steady_state(report["landings"]),
             "cpu_seconds": round(child["cpu_seconds"], 1),
+            "cpu_components": cpu_components(child["cpu_by_process"], report.get("stage_cpu_seconds", {}),
+                                             facts.get("cpu_seconds", {})),
             "stage_seconds": report["stage_seconds"], "facts_seconds": facts.get("seconds", {}),
             "texts_embedded": {"chunks": counts.get("chunk_vectors_computed", 0),
                                "claims": counts.get("claim_vectors_computed", 0),
@@ -228,6 +281,23 @@ def _run_figures(corpus: Path, home: Path, args: argparse.Namespace, dated_by: s
             "vectors_not_embedded": {"chunks_of_earlier_versions": counts.get("vectors_reused", 0),
                                      "same_text_in_this_run": counts.get("vectors_cached", 0),
                                      "labels_from_their_claim": vectors.get("fact_vectors_from_claims", 0)}}
+
+
+AROUND_THE_STAGES = "Ray workers, around the stages (Ray Data's own work on each task, start-up, imports)"
+
+
+def cpu_components(by_process: dict[str, float], stage_cpu: dict[str, float],
+                   facts_cpu: dict[str, float]) -> dict[str, float]:
+    """The import's CPU seconds by component, summing to its total: processes by what they are
+    (`cpu_use.TreeCpu.by_component`), with Ray's workers split into the stages and facts steps
+    they ran (each measured in its worker: `records.share_seconds`, the shards' `cpu_seconds`) and
+    the rest of their time. That rest is what the workers' sampled CPU leaves, so it can come out
+    a little below zero when a worker's last half second went unsampled."""
+    out = {name: seconds for name, seconds in by_process.items() if name != cpu_use.RAY_WORKERS}
+    inside = {f"stage {k}": v for k, v in stage_cpu.items() if v} | {f"facts {k}": v for k, v in facts_cpu.items() if v}
+    out |= inside
+    out[AROUND_THE_STAGES] = by_process.get(cpu_use.RAY_WORKERS, 0.0) - sum(inside.values())
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 def _locomo_folders(locomo_dir: Path, work: Path) -> list[Path]:
@@ -273,12 +343,15 @@ def bench_import(args: argparse.Namespace) -> dict[str, Any]:
             print(f"encoding {folder.name}'s text in {PIECE_CHARS}-character pieces ({threads} threads)",
                   file=sys.stderr, flush=True)
             run.update(_floors(folder, threads, settings.embed_batch(_gpu())))
+            print(f"encoding the import's own chunks and claims alone ({run['execution']})", file=sys.stderr, flush=True)
+            run.update(_encoding_alone(work / f"home-{folder.name}", run["execution"], threads,
+                                       settings.embed_batch(_gpu())))
             run["ratio"] = run["floor_seconds"] / run["import_seconds"]
             # what a user waits for: the process's start to its exit, Ray's start and stop included
             run["exit_ratio"] = run["floor_seconds"] / run["exit_seconds"]
-            # outside the embedder: its busy seconds held its threads' cores; the rest is what more
-            # embedders (or a GPU) would not take away
-            embed_cpu = run["stage_seconds"].get("embed", 0.0) * threads
+            # outside the embedder: what more embedders (or a GPU) would not take away; its CPU
+            # measured in its worker (busy seconds × threads would count its waits for a core)
+            embed_cpu = run["cpu_components"].get("stage embed", 0.0)
             run["cpu_seconds_per_doc"] = run["cpu_seconds"] / max(run["documents"], 1)
             run["cpu_seconds_per_doc_outside_embedder"] = max(run["cpu_seconds"] - embed_cpu, 0.0) / max(
                 run["documents"], 1)
@@ -338,6 +411,12 @@ def render(results: dict[str, Any]) -> str:
                          f"exit) with {run['execution']}, floor {run['floor_seconds']:.1f} s through "
                          f"{run['floor_execution']}{others} → floor/import = {run['ratio']:.2f} "
                          f"to the report, {run['exit_ratio']:.2f} to exit")
+            if "alone_seconds" in run:
+                texts = run["alone_texts"]
+                lines.append(f"  encoding alone: the import's {texts['chunks']} chunks and {texts['claims']} claims through "
+                             f"{run['execution']} in one process, {run['alone_seconds']:.1f} s ("
+                             + ", ".join(f"{k} {v:.1f}" for k, v in run["alone_by_kind"].items())
+                             + f") → alone/import = {run['alone_seconds'] / run['import_seconds']:.2f}")
             lines.append(f"  start-up {run['startup_seconds']:.1f} s; busy seconds per stage: " + ", ".join(
                 f"{stage} {secs:.1f}" for stage, secs in run["stage_seconds"].items() if secs >= 0.05))
             lines.append("  facts steps: " + ", ".join(f"{k} {v:.1f} s" for k, v in run["facts_seconds"].items()))
@@ -350,6 +429,10 @@ def render(results: dict[str, Any]) -> str:
                 + f"; CPU {run['cpu_seconds_per_doc'] * 1000:.0f} ms a document, "
                 f"{run['cpu_seconds_per_doc_outside_embedder'] * 1000:.0f} ms outside the embedder")
             lines.append(f"  driver peak RSS {run['driver_peak_rss_mib']:.0f} MiB")
+            if run.get("cpu_components"):
+                lines.append(f"  CPU a document by component (ms; {run['cpu_seconds']:.1f} CPU-s in all):")
+                lines += [f"    {1000 * seconds / max(run['documents'], 1):7.1f}  {name}"
+                          for name, seconds in run["cpu_components"].items() if abs(seconds) >= 0.05]
         steady = [r["steady_docs_per_second"] for r in corpus["runs"] if r["steady_docs_per_second"]]
         if name == "notes" and steady:
             gpu = results.get("gpu")

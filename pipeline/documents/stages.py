@@ -9,7 +9,6 @@ actor class: `actors/ocr.py`).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -27,7 +26,7 @@ Row = dict[str, Any]
 
 
 def _each_active(batch: pa.Table, stage: str, step: Callable[[Row], None]) -> pa.Table:
-    started = time.perf_counter()
+    started = records.clock()
     rows = records.to_rows(batch)
     for row in rows:
         if records.is_active(row):
@@ -35,13 +34,13 @@ def _each_active(batch: pa.Table, stage: str, step: Callable[[Row], None]) -> pa
                 step(row)
             except Exception as err:  # a per-row error column, never a failed batch
                 records.fail(row, stage, f"{type(err).__name__}: {err}")
-    records.share_seconds(rows, stage, time.perf_counter() - started)
+    records.share_seconds(rows, stage, started)
     return records.to_table(rows)
 
 
 def read(batch: pa.Table, options: SourceOptions) -> pa.Table:
     """Source items (paths) → one row per document, archives expanded to their members."""
-    started = time.perf_counter()
+    started = records.clock()
     rows: list[Row] = []
     for item in batch.to_pylist():
         try:
@@ -50,7 +49,7 @@ def read(batch: pa.Table, options: SourceOptions) -> pa.Table:
             rows.append(records.fail(records.new_row(item=item["item"], source_kind=options.source_kind,
                                                      source_ref=item["source_ref"]),
                                      "read", f"{type(err).__name__}: {err}"))
-    records.share_seconds(rows, "read", time.perf_counter() - started)
+    records.share_seconds(rows, "read", started)
     return records.to_table(rows)
 
 

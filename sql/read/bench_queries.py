@@ -48,6 +48,13 @@ def last_import_report(conn: psycopg.Connection) -> Any:
     return conn.execute(f"SELECT r.report FROM {_LAST_RUN}").fetchone()[0]
 
 
+def encoded_texts(conn: psycopg.Connection) -> dict[str, list[str]]:
+    """The distinct texts of the memory's chunks and claims: what its import encoded (no text
+    is encoded twice in a run), in a stable order."""
+    return {"chunks": [r[0] for r in conn.execute("SELECT DISTINCT text FROM chunks ORDER BY 1")],
+            "claims": [r[0] for r in conn.execute("SELECT DISTINCT claim_text FROM claims ORDER BY 1")]}
+
+
 def last_import_landings(conn: psycopg.Connection) -> list[float]:
     """Seconds from the last import's start at which each of its versions landed (its chunks
     written with their vectors), in order: the pipeline's progress over time."""

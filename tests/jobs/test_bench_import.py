@@ -9,7 +9,7 @@ import pytest
 
 from actors import calibration
 from actors.embedder import DEFAULT_MODEL, resolve_model
-from jobs.bench import imports
+from jobs.bench import cpu_use, imports
 from tests.support.locomo import CONVERSATION
 
 
@@ -150,8 +150,6 @@ def test_the_tree_cpu_counts_the_grandchildren_and_keeps_what_an_ended_one_spent
 
     import psutil
 
-    from jobs.bench import cpu_use
-
     burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass\n"
     # a child that starts a burning grandchild, waits for it, then burns as much itself
     parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', "
@@ -176,3 +174,62 @@ def test_the_landings_are_each_version_of_the_last_import_in_seconds_from_its_st
     with authority.connect(memory.dsn) as conn:
         landings = bench_queries.last_import_landings(conn)
     assert len(landings) == 1 and 0 <= landings[0] < 60   # the last import's one version, not the first's six
+
+
+class _Process:
+    def __init__(self, pid: int, cmdline: str, name: str = "python") -> None:
+        self.pid, self._cmdline, self._name = pid, cmdline, name
+
+    def cmdline(self) -> list[str]:
+        return self._cmdline.split(" ") if self._cmdline else []
+
+    def name(self) -> str:
+        return self._name
+
+
+def test_each_process_of_an_import_is_given_what_it_is():
+    driver, server = _Process(10, "python -m jobs.import_corpus notes"), _Process(20, "postgres -D pg", "postgres")
+
+    def of(process: _Process, root: _Process = driver, names: dict[int, str] | None = None) -> str:
+        return cpu_use.import_component(process, root, names or {})
+
+    assert of(driver) == cpu_use.DRIVER
+    assert of(_Process(11, "ray::MapBatches(Embed)")) == of(_Process(12, "python .../default_worker.py")) == (
+        cpu_use.RAY_WORKERS)
+    assert of(_Process(13, "ray::_StatsActor.update_execution_metrics")) == "Ray: Ray Data's actors"
+    assert of(_Process(14, ".../raylet/raylet --raylet_socket_name=x")) == "Ray: raylet"
+    assert of(_Process(15, "ray-dashboard-NodeHead-0 (python -B -c from multiprocessing.forkserver ...)")) == (
+        "Ray: dashboard and its agents")
+    names = cpu_use.postgres_components(_Rows([(21, None, "corpusmem write", "client backend"),
+                                               (22, None, "corpusmem run 1234", "client backend"),
+                                               (23, 22, "", "parallel worker"),
+                                               (24, None, "", "checkpointer")]))
+    assert of(server, server) == cpu_use.POSTGRES_BACKGROUND
+    assert of(_Process(21, "postgres: postgres corpusmem [local] COPY", "postgres"), server, names) == (
+        "PostgreSQL: the pipeline's writes")
+    assert names[23] == names[22] and "vector indexes" in names[22]
+    # a parallel worker that ended before anyone asked is its leader's, from its title
+    assert of(_Process(25, "postgres: parallel worker for PID 22", "postgres"), server, names) == names[22]
+    assert of(_Process(26, "postgres: postgres corpusmem [local] idle", "postgres"), server, names) == (
+        cpu_use.POSTGRES_UNNAMED)
+    assert of(_Process(27, "postgres: autovacuum worker corpusmem", "postgres"), server, names) == (
+        cpu_use.POSTGRES_BACKGROUND)
+
+
+class _Rows:
+    def __init__(self, rows: list[tuple]) -> None:
+        self._rows = rows
+
+    def execute(self, _sql: str) -> _Rows:
+        return self
+
+    def fetchall(self) -> list[tuple]:
+        return self._rows
+
+
+def test_the_components_split_the_workers_into_their_stages_and_sum_to_the_whole():
+    by_process = {cpu_use.RAY_WORKERS: 100.0, "Ray: raylet": 5.0, "PostgreSQL: the facts phase": 7.0}
+    parts = imports.cpu_components(by_process, {"embed": 60.0, "write": 0.0, "extract": 10.0}, {"resolve": 12.0})
+    assert parts == {"stage embed": 60.0, imports.AROUND_THE_STAGES: 18.0, "facts resolve": 12.0,
+                     "stage extract": 10.0, "PostgreSQL: the facts phase": 7.0, "Ray: raylet": 5.0}
+    assert sum(parts.values()) == sum(by_process.values())
