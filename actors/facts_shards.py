@@ -226,7 +226,13 @@ class ResolverShard:
 
     def _resolve_key(self, key: str, listed: list[dict[str, Any]]) -> dict[str, int]:
         """One key, under its lock, in one transaction: only mentions still unbound once the
-        lock is held are decided, so a key another process resolved meanwhile is left alone."""
+        lock is held are decided, so a key another process resolved meanwhile is left alone.
+
+        The documents are decided one after another, each seeing the spellings the ones before
+        it added; the verdicts are written together (`entities_sql.Binds`), and only a verdict that
+        adds a spelling (a new entity, or a new spelling of one) makes the key's candidates be
+        read again, after what was decided so far is written. A key's documents are thousands in
+        a large corpus, and writing each on its own was most of the facts phase."""
         counts: dict[str, int] = defaultdict(int)
         conn = self._link.conn
         with conn.transaction():
@@ -236,24 +242,55 @@ class ResolverShard:
             for m in listed:  # already in said-on, document order
                 if (m["doc_id"], m["surface"]) in unbound:
                     by_doc.setdefault(m["doc_id"], []).append(m | {"alias_key": names.key(m["surface"])})
-            spellings = None
-            for doc_id, mentions in by_doc.items():
+            binds = entities_sql.Binds(key, self._run_id)
+            spellings: _Spellings | None = None
+            docs = list(by_doc.items())
+            for i, (doc_id, mentions) in enumerate(docs):
                 # Within one document the same name is decided once, for all its uses there.
                 if spellings is None:
-                    spellings = entities_sql.spelling_candidates(conn, key, self._run_id)
-                found = entities_sql.scored(conn, spellings, mentions[0]["claim_id"])
+                    binds.write(conn)
+                    spellings = _Spellings.read(conn, key, self._run_id, [m[0]["claim_id"] for _, m in docs[i:]])
+                found = spellings.scored(mentions[0]["claim_id"])
                 verdict = resolution.decide(found)
                 created = verdict.entity_id is None
                 entity_id = resolution.new_entity_id(key, doc_id) if created else verdict.entity_id
-                if entities_sql.bind(conn, key=key, mentions=mentions, entity_id=entity_id, created=created,
-                                     verdict="new" if created else "matched", step=verdict.step, found=found,
-                                     run_id=self._run_id):
+                binds.add(mentions=mentions, entity_id=entity_id, created=created,
+                          verdict="new" if created else "matched", step=verdict.step, found=found)
+                if created or spellings.adds(entity_id, mentions):
                     spellings = None   # a spelling was added: this key's candidates may change
                 if verdict.proposal is not None:
-                    entities_sql.propose(conn, entity_id, verdict.proposal.entity_id, verdict.proposal.score,
-                                         f"{verdict.proposal.tier} candidate not accepted", self._run_id)
+                    binds.propose(entity_id, verdict.proposal.entity_id, verdict.proposal.score,
+                                  f"{verdict.proposal.tier} candidate not accepted")
                 counts["new" if created else verdict.step] += 1
+            binds.write(conn)
         return counts
+
+
+class _Spellings:
+    """A key's candidates (T0–T2) as its shard sees them, with their profiles scored against the
+    claims of the key's documents (T3), and the spellings the candidates already have, so that a
+    verdict that adds none is known without writing it."""
+
+    def __init__(self, found: list[resolution.Candidate], scores: dict[tuple[str, str], float],
+                 spelled: set[tuple[str, str]]) -> None:
+        self._found, self._scores, self._spelled = found, scores, spelled
+
+    @classmethod
+    def read(cls, conn: psycopg.Connection, key: str, run_id: str, claim_ids: list[str]) -> _Spellings:
+        found = entities_sql.spelling_candidates(conn, key, run_id)
+        ids = [c.entity_id for c in found]
+        with_profiles = sorted(entities_sql.profiled(conn, ids))
+        return cls(found, entities_sql.profile_scores(conn, with_profiles, claim_ids),
+                   entities_sql.alias_keys(conn, ids))
+
+    def scored(self, claim_id: str) -> list[resolution.Candidate]:
+        """T3: each candidate's profile against the vector of the claim the mention came from."""
+        return [resolution.Candidate(c.entity_id, c.tier, c.score, self._scores.get((c.entity_id, claim_id)))
+                for c in self._found]
+
+    def adds(self, entity_id: str, mentions: list[dict[str, Any]]) -> bool:
+        """Whether binding `mentions` to `entity_id` gives it a spelling it did not have."""
+        return any((entity_id, m["alias_key"]) not in self._spelled for m in mentions)
 
 
 class AdjudicatorShard:

@@ -39,6 +39,7 @@ T = TypeVar("T")
 # document pipelines of other runs.
 _SHARD_CPUS = 0.25
 _VERSIONS_PER_CALL = 64
+_MAX_SHARDS = 8
 
 
 def _split(items: list, shards: int, key=lambda x: x) -> list[list]:
@@ -84,7 +85,7 @@ def run_facts(dsn: str, *, run_id: str, workers: int, model: ModelRef, device: s
     report = FactsReport()
     # Its own name, so that an operator (or a test) can tell the phase's connection apart.
     link = Link(dsn, application_name=f"corpusmem facts {run_id}")
-    phase = _Phase(link, report, dsn, run_id=run_id, shards=max(1, workers), retry=retry,
+    phase = _Phase(link, report, dsn, run_id=run_id, shards=shard_count(workers), retry=retry,
                    labeller_args=(model, device, embed_batch_size, threads),
                    extractor=extractor or ExtractorConfig())
     try:
@@ -95,6 +96,18 @@ def run_facts(dsn: str, *, run_id: str, workers: int, model: ModelRef, device: s
     finally:
         link.close()
     return report
+
+
+def shard_count(workers: int) -> int:
+    """Shards of each step: one per CPU of the cluster, so that the phase, which runs when the
+    pipeline has ended, has every core (a unit asks for a quarter CPU; its PostgreSQL backend
+    works beside it), and at least one per embedder worker; at most `_MAX_SHARDS`, past which
+    the database sets the pace. Keys and entities go to shards by a stable hash and a shard sees
+    only what the run's other shards do not decide, so the count changes no outcome."""
+    import ray
+
+    cpus = int(ray.cluster_resources().get("CPU", 1)) if ray.is_initialized() else 1
+    return max(1, workers, min(cpus, _MAX_SHARDS))
 
 
 def _dead_letter_unfinished(link: Link, stage: str, err: GaveUp) -> int:

@@ -9,6 +9,7 @@ proposals afterwards (`propose_merges`), never silent merges.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -55,51 +56,95 @@ def spelling_candidates(conn: psycopg.Connection, key: str, run_id: str) -> list
     return list(found.values())
 
 
-def scored(conn: psycopg.Connection, found: list[Candidate], claim_id: str) -> list[Candidate]:
-    """T3: each candidate's profile against the vector of the claim the mention came from."""
-    if not found:
-        return []
-    scores = dict(conn.execute(
-        "SELECT e.entity_id::text, 1 - (e.profile_embedding <=> c.embedding) FROM entities e, claims c"
-        " WHERE e.entity_id = ANY(%s::uuid[]) AND c.claim_id = %s AND e.profile_embedding IS NOT NULL"
-        " AND c.embedding IS NOT NULL", ([c.entity_id for c in found], claim_id)).fetchall())
-    return [Candidate(c.entity_id, c.tier, c.score, float(scores[c.entity_id]) if c.entity_id in scores else None)
-            for c in found]
+def profile_scores(conn: psycopg.Connection, entity_ids: list[str], claim_ids: list[str]) -> dict[tuple[str, str], float]:
+    """T3 for many mentions at once: {(entity_id, claim_id): cosine of the entity's profile with the
+    claim's vector}, for the entities that have a profile and the claims that have a vector."""
+    if not entity_ids or not claim_ids:
+        return {}
+    return {(e, c): float(score) for e, c, score in conn.execute(
+        "SELECT e.entity_id::text, c.claim_id::text, 1 - (e.profile_embedding <=> c.embedding)"
+        " FROM entities e, claims c WHERE e.entity_id = ANY(%s::uuid[]) AND c.claim_id = ANY(%s::uuid[])"
+        " AND e.profile_embedding IS NOT NULL AND c.embedding IS NOT NULL", (entity_ids, claim_ids))}
 
 
-def bind(conn: psycopg.Connection, *, key: str, mentions: list[dict[str, Any]], entity_id: str, created: bool,
-         verdict: str, step: str, found: list[Candidate], run_id: str) -> bool:
-    """Record one document's verdict for `key`: the entity (created if new), its spellings, the
-    mentions, and the identity event; in one transaction. True when it added a spelling."""
-    with conn.transaction(), conn.cursor() as cur:
+def profiled(conn: psycopg.Connection, entity_ids: list[str]) -> set[str]:
+    """Those of `entity_ids` that have a profile (entities new in a run get theirs at its end)."""
+    if not entity_ids:
+        return set()
+    return {r[0] for r in conn.execute("SELECT entity_id::text FROM entities WHERE entity_id = ANY(%s::uuid[])"
+                                       " AND profile_embedding IS NOT NULL", (entity_ids,))}
+
+
+def alias_keys(conn: psycopg.Connection, entity_ids: list[str]) -> set[tuple[str, str]]:
+    """(entity_id, alias_key) of every spelling the entities have, whoever added it: what an insert
+    of a spelling would conflict with."""
+    if not entity_ids:
+        return set()
+    return {(e, k) for e, k in conn.execute("SELECT entity_id::text, alias_key FROM entity_aliases"
+                                            " WHERE entity_id = ANY(%s::uuid[])", (entity_ids,))}
+
+
+@dataclass
+class Binds:
+    """The verdicts of a key's documents, written together (`write`): one document's verdict is
+    the entity (created if new), its spellings, the mentions and the identity event."""
+
+    key: str
+    run_id: str
+    entities: list[tuple[str, str, str]] = field(default_factory=list)    # (entity_id, canonical name, run)
+    aliases: list[dict[str, Any]] = field(default_factory=list)
+    mentions: list[tuple[str, str, str]] = field(default_factory=list)    # (entity_id, doc_id, surface)
+    events: list[tuple] = field(default_factory=list)
+    proposals: list[tuple[str, str, float, str]] = field(default_factory=list)
+
+    def add(self, *, mentions: list[dict[str, Any]], entity_id: str, created: bool, verdict: str, step: str,
+            found: list[Candidate]) -> None:
         if created:  # named by its fullest spelling: "Dana Kim", not the "Dana" that stood for it
-            canonical = max(mentions, key=lambda m: (m["alias_key"] == key, len(m["surface"]), m["surface"]))
-            cur.execute("INSERT INTO entities (entity_id, canonical_name, created_run) VALUES (%s, %s, %s)"
-                        " ON CONFLICT DO NOTHING", (entity_id, canonical["surface"], run_id))
-        # A spelling the entity already has conflicts and is skipped: the rows inserted say whether
-        # this document added one.
-        cur.executemany(
-            "INSERT INTO entity_aliases (entity_id, alias, alias_key, dm_codes, resolved_key, added_run)"
-            " VALUES (%(e)s, %(alias)s, %(alias_key)s, daitch_mokotoff(%(alias_key)s), %(key)s, %(run)s)"
-            " ON CONFLICT DO NOTHING",
-            [{"e": entity_id, "alias": m["surface"], "alias_key": m["alias_key"], "key": key, "run": run_id}
-             for m in mentions])
-        added = cur.rowcount > 0
-        cur.executemany("UPDATE mentions SET entity_id = %s WHERE doc_id = %s AND mention_key = %s AND surface = %s",
-                        [(entity_id, m["doc_id"], key, m["surface"]) for m in mentions])
+            canonical = max(mentions, key=lambda m: (m["alias_key"] == self.key, len(m["surface"]), m["surface"]))
+            self.entities.append((entity_id, canonical["surface"], self.run_id))
+        self.aliases += [{"e": entity_id, "alias": m["surface"], "alias_key": m["alias_key"], "key": self.key,
+                          "run": self.run_id} for m in mentions]
+        self.mentions += [(entity_id, m["doc_id"], m["surface"]) for m in mentions]
         m = mentions[0]
-        cur.execute(
-            "INSERT INTO identity_events (doc_id, mention_key, surface, entity_id, verdict, step, candidates,"
-            " resolver_version, run_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (m["doc_id"], key, m["surface"], entity_id, verdict, step, Jsonb([c.as_dict() for c in found]),
-             resolution.RESOLVER_VERSION, run_id))
-    return added or created
+        self.events.append((m["doc_id"], self.key, m["surface"], entity_id, verdict, step,
+                            Jsonb([c.as_dict() for c in found]), resolution.RESOLVER_VERSION, self.run_id))
+
+    def propose(self, entity_id: str, other_id: str, score: float, reason: str) -> None:
+        a, b = sorted((entity_id, other_id))
+        self.proposals.append((a, b, score, reason))
+
+    def write(self, conn: psycopg.Connection) -> None:
+        """Everything added so far, in one pipeline of statements (the caller's transaction), then
+        forgotten. A spelling the entity already has conflicts and is skipped."""
+        if not self.events:
+            return
+        with conn.cursor() as cur:
+            if self.entities:
+                cur.executemany("INSERT INTO entities (entity_id, canonical_name, created_run) VALUES (%s, %s, %s)"
+                                " ON CONFLICT DO NOTHING", self.entities)
+            cur.executemany(
+                "INSERT INTO entity_aliases (entity_id, alias, alias_key, dm_codes, resolved_key, added_run)"
+                " VALUES (%(e)s, %(alias)s, %(alias_key)s, daitch_mokotoff(%(alias_key)s), %(key)s, %(run)s)"
+                " ON CONFLICT DO NOTHING", _distinct(self.aliases, lambda a: (a["e"], a["alias_key"])))
+            entity_ids, doc_ids, surfaces = zip(*self.mentions)
+            cur.execute("UPDATE mentions m SET entity_id = v.e FROM unnest(%s::uuid[], %s::uuid[], %s::text[])"
+                        " AS v(e, d, s) WHERE m.doc_id = v.d AND m.mention_key = %s AND m.surface = v.s",
+                        (list(entity_ids), list(doc_ids), list(surfaces), self.key))
+            with cur.copy("COPY identity_events (doc_id, mention_key, surface, entity_id, verdict, step, candidates,"
+                          " resolver_version, run_id) FROM STDIN") as copy:
+                for event in self.events:
+                    copy.write_row(event)
+            if self.proposals:
+                cur.executemany("INSERT INTO merge_proposals (entity_id, other_id, score, reason, run_id)"
+                                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                                [(*p, self.run_id) for p in self.proposals])
+        self.entities, self.aliases, self.mentions, self.events, self.proposals = [], [], [], [], []
 
 
-def propose(conn: psycopg.Connection, entity_id: str, other_id: str, score: float, reason: str, run_id: str) -> None:
-    a, b = sorted((entity_id, other_id))
-    conn.execute("INSERT INTO merge_proposals (entity_id, other_id, score, reason, run_id)"
-                 " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING", (a, b, score, reason, run_id))
+def _distinct(rows: list[dict[str, Any]], key) -> list[dict[str, Any]]:
+    """The first row of each key, in order: one statement may not insert a conflicting row twice."""
+    seen: set = set()
+    return [r for r in rows if not (key(r) in seen or seen.add(key(r)))]
 
 
 def propose_merges(conn: psycopg.Connection, run_id: str) -> int:
