@@ -32,7 +32,7 @@ from jobs.progress import Progress
 from jobs.run_report import RunReport
 from jobs.settings import Settings
 from jobs.sources import Folders, Source
-from jobs.stages import DocumentStages, Embedding, OcrPool, Run
+from jobs.stages import DocumentStages, Embedding, OcrPool, Run, pure_tasks
 from pipeline.documents.walk import SourceOptions
 from sql.store import authority as store
 from sql.store import runs
@@ -83,7 +83,7 @@ def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmP
                                 describe or describing.for_settings(settings, resources, options.batch_size))
     authority = store.open_store(settings, embedding_model=model.pin, embedding_dim=model_dimension(model),
                                  build_revision=runtime.build_revision())
-    run = _start_run(authority.dsn, options, settings)
+    run = _start_run(authority.dsn, options, settings, pure_tasks(resources))
     report, owner, progress = RunReport(run.run_id, embedding=model.summary()), _owner(authority.dsn, run.run_id), None
     pipeline_started = time.perf_counter()
     try:
@@ -91,7 +91,8 @@ def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmP
         reading = options.documents.take(run, owner)
         progress = Progress(report, reading.total, enabled=options.progress)
         if reading.total != 0:
-            progress.follow(pipeline(run, reading.dataset(), ingested=reading.ingested))
+            progress.follow(pipeline(run, reading.dataset(), ingested=reading.ingested, ocr=reading.ocr,
+                                     total=reading.total))
         if llm is not None:   # what its stages left, or the whole extraction where they are not in the pipeline
             report.add_llm_pass(extract_llm.run(run, llm, embedding, streamed=pipeline.extraction is not None))
         progress.close()
@@ -119,11 +120,11 @@ def _document_stages(options: ImportOptions, settings: Settings, resources: dict
                              extraction=functools.partial(llm.stages, embedding=embedding) if streams else None)
 
 
-def _start_run(dsn: str, options: ImportOptions, settings: Settings) -> Run:
+def _start_run(dsn: str, options: ImportOptions, settings: Settings, tasks: int) -> Run:
     with store.connect(dsn) as conn:
         store.drop_vector_indexes_if_empty(conn)
         run_id = runs.start_run(conn, list(options.paths), _options_record(options))
-    return Run(run_id, dsn, settings.object_store_uri, options.batch_size, retry_policy(settings))
+    return Run(run_id, dsn, settings.object_store_uri, options.batch_size, retry_policy(settings), tasks)
 
 
 def _owner(dsn: str, run_id: str):

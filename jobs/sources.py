@@ -21,6 +21,7 @@ from actors.db_writer import LoadQueued
 from jobs.stages import DB_STAGE_CPUS, TASK_CPUS, Run, Stage
 from pipeline import records
 from pipeline.documents import stages as documents
+from pipeline.documents.convert import may_need_ocr
 from pipeline.documents.walk import SourceOptions, list_sources
 from sql.write import ingest as ingest_sql
 
@@ -36,6 +37,9 @@ class Reading:
     total: int | None                  # documents to expect; None: not known before reading
     dataset: Callable[[], Any]         # the rows, as a lazy Ray Dataset of DOC_SCHEMA rows
     ingested: bool = False             # the rows are versions already in the authority
+    # whether a row may need the OCR stage: a source that knows none can (text files only) runs
+    # without it, one task and its pass over every batch fewer
+    ocr: bool = True
 
 
 class Source(Protocol):
@@ -63,8 +67,10 @@ class Folders:
 
     def take(self, run: Run, owner: Any) -> Reading:
         items = list(list_sources(self.paths, self.options))
-        read = Stage(documents.read, run.batch_size, fn_kwargs={"options": self.options}, num_cpus=TASK_CPUS)
-        return Reading(len(items), lambda: read(_items_dataset(items)))
+        read = Stage(documents.read, run.batch_size, fn_kwargs={"options": self.options}, num_cpus=TASK_CPUS,
+                     tasks=run.tasks)
+        return Reading(len(items), lambda: read(_items_dataset(items)),
+                       ocr=any(may_need_ocr(item["item"]) for item in items))
 
     def record(self) -> None:
         return None

@@ -42,6 +42,8 @@ TASK_CPUS = 0.25
 # on the first documents; on two cores that only made the stages take turns (LoCoMo development
 # set: embed busy 24–25 s became 28–37 s, the import 0.23–0.26 of its floor became 0.23–0.24).
 _EMBED_BATCH_DOCS = 128
+# Documents from which a run's CPU embedder is an actor of its own (`DocumentStages._embed`).
+ACTOR_EMBEDDER_DOCS = 200
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class Stage:
     fn_constructor_kwargs: dict[str, Any] = field(default_factory=dict)
     actors: int | None = None
     resident: int | None = None
+    tasks: int | None = None   # a function's tasks at once (None: as many as its CPUs allow)
     num_cpus: float | None = None
     num_gpus: float | None = None
     batch_format: str = "pyarrow"
@@ -73,6 +76,8 @@ class Stage:
                 kwargs["fn_constructor_kwargs"] = self.fn_constructor_kwargs
         if self.resident is not None:
             kwargs["compute"] = ray.data.TaskPoolStrategy(size=self.resident)
+        if self.tasks is not None:
+            kwargs["compute"] = ray.data.TaskPoolStrategy(size=self.tasks)
         if self.num_gpus is not None:
             kwargs["num_gpus"] = self.num_gpus
         if self.num_cpus is not None:
@@ -105,6 +110,8 @@ class Run:
     object_store: str
     batch_size: int
     retry: RetryPolicy
+    # Tasks of each pure stage at once (`pure_tasks`); None: as many as their CPUs allow.
+    tasks: int | None = None
 
 
 @dataclass(frozen=True)
@@ -176,6 +183,16 @@ class OcrPool:
                                     else {"resident": self.workers}))
 
 
+def pure_tasks(resources: dict[str, float]) -> int:
+    """Tasks of each pure stage (read, convert, structure, chunk, the rules' extraction) at once:
+    one per CPU of the cluster. Every task in flight holds a worker process, and by Ray Data's
+    default a quarter-CPU stage runs as many as its CPUs allow (8 at once on 2 CPUs), each in a
+    process that imports Ray Data and the stage's modules (about 2.5 CPU-s) and then idles at
+    0.7 % of a core for the rest of the run. With the same cap, and the same CPUs, Ray fuses
+    these stages into one task per batch."""
+    return max(1, int(resources.get("CPU", 1)))
+
+
 def ingest(run: Run, ocr: bool) -> Stage:
     """`ocr`: the run has an OCR stage, so images are routable."""
     return Stage(Ingest, run.batch_size, fn_constructor_kwargs={
@@ -207,34 +224,59 @@ class DocumentStages:
         version = build_extractor(extractor).version if extractor is not None else None
         return cls(target_chars, extractor, version, embedding, workers, ocr, describe, extraction)
 
-    def __call__(self, run: Run, documents, *, ingested: bool):
+    def __call__(self, run: Run, documents, *, ingested: bool, ocr: bool = True, total: int | None = None):
         """A source's `documents` through the stages (lazily: nothing runs until they are read)."""
-        return apply(self.stages(run, ingested=ingested), documents)
+        return apply(self.stages(run, ingested=ingested, ocr=ocr, total=total), documents)
 
-    def stages(self, run: Run, *, ingested: bool) -> list[Callable[[Any], Any]]:
-        """`ingested`: the rows are versions already in the authority."""
-        b, embedding, ocr = run.batch_size, self.embedding, self.ocr
+    def stages(self, run: Run, *, ingested: bool, ocr: bool = True,
+               total: int | None = None) -> list[Callable[[Any], Any]]:
+        """`ingested`: the rows are versions already in the authority; `ocr`: some may need the
+        OCR stage (`Reading.ocr`), which the run has unless OCR is off; `total`: the documents
+        expected, where the source knows (`Reading.total`)."""
+        b, embedding, ocr = run.batch_size, self.embedding, self.ocr if ocr else None
         return [
-            *([] if ingested else [ingest(run, ocr is not None)]),
-            Stage(documents.convert, b, num_cpus=TASK_CPUS,
+            *([] if ingested else [ingest(run, self.ocr is not None)]),
+            Stage(documents.convert, b, num_cpus=TASK_CPUS, tasks=run.tasks,
                   fn_kwargs={"ocr": OcrOptions(ocr.min_pdf_page_chars)} if ocr is not None else {}),
             *([ocr.stage(describe_next=self.describe is not None)] if ocr is not None else []),
             *([self.describe] if self.describe is not None else []),
-            Stage(documents.structure, b, fn_kwargs={"target_chars": self.target_chars}, num_cpus=TASK_CPUS),
-            Stage(documents.chunk, b, fn_kwargs={"target_chars": self.target_chars}, num_cpus=TASK_CPUS),
-            *([Stage(Extract, b, fn_constructor_kwargs={"config": self.extractor, "retry": run.retry}, resident=1,
-                     num_cpus=DB_STAGE_CPUS)] if self.extractor is not None else []),
-            # On a GPU an actor holds its device for the run; on CPUs the embedder is resident.
-            Stage(Embed, max(b, _EMBED_BATCH_DOCS), fn_constructor_kwargs={
-                "model": embedding.model, "device": embedding.device, "batch_size": embedding.batch_size,
-                "threads": embedding.threads, "run_id": run.run_id},
-                **({"actors": self.workers, "num_gpus": 1} if embedding.gpu
-                   else {"resident": self.workers, "num_cpus": embedder_cpus(self.workers)})),
+            Stage(documents.structure, b, fn_kwargs={"target_chars": self.target_chars}, num_cpus=TASK_CPUS,
+                  tasks=run.tasks),
+            Stage(documents.chunk, b, fn_kwargs={"target_chars": self.target_chars}, num_cpus=TASK_CPUS,
+                  tasks=run.tasks),
+            *([self._extract(run)] if self.extractor is not None else []),
+            self._embed(run, total),
             Stage(Write, b, fn_constructor_kwargs={"dsn": run.dsn, "object_store": run.object_store,
                                                    "run_id": run.run_id, "extractor": self.extractor_version,
                                                    "retry": run.retry}, resident=1, num_cpus=DB_STAGE_CPUS),
             *(self.extraction(run) if self.extraction is not None else []),
         ]
+
+    def _embed(self, run: Run, total: int | None) -> Stage:
+        """On a GPU an actor holds its device for the run. On CPUs the embedder is an actor of a
+        run of `ACTOR_EMBEDDER_DOCS` documents or more, and else resident (kept for the next run,
+        as the processor's micro-batches want): a resident task's batches go to whichever worker
+        process is free, and at 600 notes two processes each loaded the model and kept a cache of
+        its own, so 754 claim texts were encoded twice. An actor is one process for the run."""
+        e = self.embedding
+        kwargs = {"model": e.model, "device": e.device, "batch_size": e.batch_size, "threads": e.threads,
+                  "run_id": run.run_id}
+        if e.gpu:
+            placed: dict[str, Any] = {"actors": self.workers, "num_gpus": 1}
+        elif total is not None and total >= ACTOR_EMBEDDER_DOCS:
+            placed = {"actors": self.workers, "num_cpus": embedder_cpus(self.workers)}
+        else:
+            placed = {"resident": self.workers, "num_cpus": embedder_cpus(self.workers)}
+        return Stage(Embed, max(run.batch_size, _EMBED_BATCH_DOCS), fn_constructor_kwargs=kwargs, **placed)
+
+    def _extract(self, run: Run) -> Stage:
+        """The rules compute like the pure stages before them (and so fuse with them, one task per
+        batch); an endpoint's client waits on the network, one batch at a time."""
+        kwargs = {"config": self.extractor, "retry": run.retry}
+        if self.extractor.backend == "rules":
+            return Stage(Extract, run.batch_size, fn_constructor_kwargs=kwargs, resident=run.tasks or 1,
+                         num_cpus=TASK_CPUS)
+        return Stage(Extract, run.batch_size, fn_constructor_kwargs=kwargs, resident=1, num_cpus=DB_STAGE_CPUS)
 
 
 def load_contexts(run: Run, extractor: str) -> Stage:

@@ -17,6 +17,9 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pipeline.documents.archives import is_archive
+from pipeline.documents.mime import mime_for
+
 if TYPE_CHECKING:
     from markitdown import DocumentConverter
 
@@ -57,6 +60,13 @@ ROUTES: dict[str, Route] = {
 def routable(ocr: bool) -> tuple[str, ...]:
     """The MIME types a run converts: every route, or without OCR all but the images."""
     return tuple(m for m, r in ROUTES.items() if ocr or r.converter != OCR)
+
+
+def may_need_ocr(filename: str) -> bool:
+    """Whether a file of this name can reach the OCR stage: an image, a PDF (its pages without a
+    text layer), or an archive (its members are known only once it is read)."""
+    mime = mime_for(filename)
+    return is_archive(filename) or mime == "application/pdf" or (mime in ROUTES and ROUTES[mime].converter == OCR)
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,14 @@ def test_with_a_describe_step_the_ocr_stage_leaves_a_document_without_text_to_it
     assert stages[2].fn_constructor_kwargs["describe_next"] is True
 
 
+def test_a_source_with_nothing_to_recognise_runs_without_the_ocr_stage_and_still_routes_images():
+    ocr = OcrPool(2, 3, 1_000_000, 5, gpu=False, threads=4)
+    stages = DocumentStages.of(None, _EMBEDDING, workers=1, target_chars=800, ocr=ocr).stages(
+        _RUN, ingested=False, ocr=False)
+    assert [s.fn.__name__ for s in stages] == ["Ingest", "convert", "structure", "chunk", "Embed", "Write"]
+    assert "image/png" in stages[0].fn_constructor_kwargs["routable"]
+
+
 def test_without_ocr_images_have_no_route():
     stages = DocumentStages.of(None, _EMBEDDING, workers=1, target_chars=800).stages(_RUN, ingested=False)
     assert "Ocr" not in [s.fn.__name__ for s in stages]

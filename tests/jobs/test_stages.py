@@ -3,6 +3,7 @@ what each source yields, and the facts phase's step timing. Unit tests: no Ray s
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 from unittest import mock
@@ -15,7 +16,7 @@ from actors.retries import RetryPolicy
 from jobs import facts, sources
 from jobs.import_corpus import import_options, job_name
 from jobs.settings import load_settings
-from jobs.stages import DB_STAGE_CPUS, TASK_CPUS, DocumentStages, Embedding, Run, Stage
+from jobs.stages import DB_STAGE_CPUS, TASK_CPUS, DocumentStages, Embedding, Run, Stage, pure_tasks
 
 _RUN = Run("run-1", "postgresql:///memory", "/objects", 16, RetryPolicy(attempts=3))
 # a GPU embedder: its resources are not read from a running cluster
@@ -72,12 +73,47 @@ def test_each_stage_declares_its_map_batches_arguments_once() -> None:
     assert (embed["batch_size"], embed["num_gpus"], embed["compute"].min_size, embed["compute"].max_size) == (
         128, 1, 3, 3)
     assert "num_cpus" not in embed and embed["fn_constructor_kwargs"]["device"] == "cuda"
-    for name in ("Ingest", "Extract", "Write"):
+    for name in ("Ingest", "Write"):
         # resident tasks, one at a time: the class is built in the worker (`actors/resident.py`)
         kwargs, stage = by_name[name], next(s for s in stages if s.fn.__name__ == name)
         assert (kwargs["compute"].size, kwargs["num_cpus"], stage.fn_constructor_kwargs["retry"]) == (
             1, DB_STAGE_CPUS, _RUN.retry)
         assert "fn_constructor_kwargs" not in kwargs
+
+
+def test_the_pure_stages_and_the_rules_run_as_many_tasks_as_the_cluster_has_cpus_so_that_ray_fuses_them() -> None:
+    run = dataclasses.replace(_RUN, tasks=2)
+    stages = DocumentStages.of(ExtractorConfig(), _EMBEDDING, workers=1, target_chars=800).stages(run, ingested=False)
+    by_name = {stage.fn.__name__: stage.map_batches_kwargs() for stage in stages}
+    for name in ("convert", "structure", "chunk", "Extract"):
+        assert (type(by_name[name]["compute"]).__name__, by_name[name]["compute"].size, by_name[name]["num_cpus"]) == (
+            "TaskPoolStrategy", 2, TASK_CPUS), name
+    assert by_name["Ingest"]["compute"].size == by_name["Write"]["compute"].size == 1
+    # an endpoint's client waits on the network: one batch at a time, a tenth of a CPU
+    openai = ExtractorConfig(backend="openai", llm_model="m", llm_base_url="http://127.0.0.1:9/v1")
+    [extract] = [s for s in DocumentStages.of(openai, _EMBEDDING, workers=1, target_chars=800).stages(
+        run, ingested=False) if s.fn.__name__ == "Extract"]
+    assert (extract.map_batches_kwargs()["compute"].size, extract.num_cpus) == (1, DB_STAGE_CPUS)
+    assert pure_tasks({"CPU": 2.0}) == 2 and pure_tasks({}) == 1
+
+
+def test_a_large_run_embeds_on_cpus_in_an_actor_of_its_own(monkeypatch) -> None:
+    from jobs import stages as stages_mod
+
+    monkeypatch.setattr(stages_mod, "embedder_cpus", lambda workers: 0.5)
+    cpu = Embedding(ModelRef("m", "/models/m", execution="onnx-int8"), gpu=False, device="cpu", batch_size=32,
+                    threads=1)
+
+    def embed(total: int | None) -> dict:
+        [stage] = [s for s in DocumentStages.of(ExtractorConfig(), cpu, workers=1, target_chars=800).stages(
+            _RUN, ingested=False, total=total) if s.fn.__name__ == "Embed"]
+        return stage.map_batches_kwargs()
+
+    large = embed(stages_mod.ACTOR_EMBEDDER_DOCS)
+    assert (type(large["compute"]).__name__, large["compute"].max_size, large["num_cpus"]) == (
+        "ActorPoolStrategy", 1, 0.5)
+    assert type(embed(stages_mod.ACTOR_EMBEDDER_DOCS - 1)["compute"]).__name__ == "TaskPoolStrategy"
+    assert type(embed(None)["compute"]).__name__ == "TaskPoolStrategy"
 
 
 def test_on_cpus_the_embedder_is_resident_and_on_a_gpu_an_actor_per_device(monkeypatch) -> None:
@@ -107,6 +143,16 @@ def test_folders_list_their_items_when_taken(tmp_path: Path) -> None:
     source = sources.Folders((str(tmp_path),), load_settings({}).source_options())
     reading = source.take(_RUN, owner=None)
     assert (reading.total, reading.ingested, source.record()) == (2, False, None)
+
+
+def test_a_folder_of_text_files_needs_no_ocr_stage_and_one_with_a_scan_or_an_archive_does(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# A\n")
+    options = load_settings({}).source_options()
+    assert sources.Folders((str(tmp_path),), options).take(_RUN, owner=None).ocr is False
+    for name in ("scan.PNG", "paper.pdf", "notes.zip"):
+        (tmp_path / name).write_bytes(b"")
+        assert sources.Folders((str(tmp_path),), options).take(_RUN, owner=None).ocr is True, name
+        (tmp_path / name).unlink()
 
 
 def test_queued_versions_are_those_the_run_claims() -> None:
