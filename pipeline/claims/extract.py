@@ -161,8 +161,9 @@ def land(row: Row, chunk: Row, ctx: ChunkContext, selection: SelectionResult, re
         if passage is not None:
             entries.append(LedgerEntry("claimify_omitted", passage.char_start, passage.char_end,
                                        omitted.cause, passage.text[:200]))
+    words = grounding.vocabulary(ctx) if result.drafts else None
     for draft in result.drafts:
-        verdict = grounding.check(ctx, selection, draft)
+        verdict = grounding.check(ctx, selection, draft, words)
         origin = ctx.passage(draft.cited[0]) if draft.cited else None
         at = (origin.char_start, origin.char_end) if origin else (chunk["char_start"], chunk["char_start"])
         if not verdict.passed:
