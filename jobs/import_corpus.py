@@ -115,7 +115,7 @@ def _document_stages(options: ImportOptions, settings: Settings, resources: dict
     return DocumentStages.of(None if llm is not None else options.extractor, embedding,
                              workers=options.workers, target_chars=settings.chunk_target_chars,
                              ocr=OcrPool.of(settings, resources, options.workers if embedding.gpu else 0),
-                             describe=describe,
+                             describe=describe, convert=settings.convert_options(settings.ocr_workers > 0),
                              extraction=functools.partial(llm.stages, embedding=embedding) if streams else None)
 
 
