@@ -17,8 +17,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-# The separator row and the pipes around cells: what a row costs in Markdown beyond its cells.
+# What a row costs in Markdown beyond its cells: `| ` before the first, ` | ` between, ` |` and a
+# line end after the last; the separator row is `| --- ` per column and `|`.
 _CELL_OVERHEAD = 3
+_ROW_OVERHEAD = 2
+_SEPARATOR_PER_COLUMN = 6
 
 DELIMITERS = {"csv": ",", "tsv": "\t"}
 
@@ -59,13 +62,14 @@ def to_markdown(text: str, delimiter: str, target_chars: int) -> str:
                 continue
             if header is None:
                 header = row
-                header_chars = 2 * (sum(len(c) for c in row) + _CELL_OVERHEAD * len(row))
+                header_chars = (sum(len(c) for c in row) + (_CELL_OVERHEAD + _SEPARATOR_PER_COLUMN) * len(row)
+                                + 2 * _ROW_OVERHEAD)
                 size = header_chars
                 continue
             if len(row) > len(header):
                 raise RaggedRows(f"ragged rows: row {rows.line_num} has {len(row)} fields, the header "
                                  f"{len(header)}")
-            row_chars = sum(len(c) for c in row) + _CELL_OVERHEAD * len(header)
+            row_chars = sum(len(c) for c in row) + _CELL_OVERHEAD * len(header) + _ROW_OVERHEAD
             if group and size + row_chars > target_chars:
                 flush()
             group.append(row)
