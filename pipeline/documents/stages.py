@@ -26,7 +26,7 @@ Row = dict[str, Any]
 
 # `read` hands on what it has read once its rows hold this many bytes: an archive, an mbox or a
 # table file split into parts never sits whole in one batch.
-READ_BATCH_BYTES = 64 * 1024 * 1024
+READ_BATCH_BYTES = 16 * 1024 * 1024
 
 
 def _each_active(batch: pa.Table, stage: str, step: Callable[[Row], None]) -> pa.Table:
