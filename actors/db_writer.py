@@ -13,7 +13,7 @@ anything else (a corrupt file, a bug) fails once and is `failed`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from functools import partial
 
 import psycopg
@@ -25,6 +25,7 @@ from actors.object_store import ObjectStore
 from actors.retries import GaveUp, RetryPolicy, describe, with_retries
 from pipeline import records
 from pipeline.documents.ocr_convert import pages_recognised
+from pipeline.documents.routes import Routes
 from sql.write import ingest as ingest_sql
 from sql.write import writes
 
@@ -78,12 +79,12 @@ class Ingest:
     """Hash, store the bytes once per hash, and record the version (or find it unchanged). An
     import's run becomes the owner of every version it will process (`ingest_version`)."""
 
-    def __init__(self, dsn: str, object_store: str, run_id: str | None, routable: Collection[str],
+    def __init__(self, dsn: str, object_store: str, run_id: str | None, routes: Routes,
                  retry: RetryPolicy = RetryPolicy()) -> None:
         self._link = Link(dsn, "corpusmem ingest")
         self._store = ObjectStore(object_store)
         self._run_id = run_id
-        self._routable = tuple(routable)
+        self._routes = routes
         self._retry = retry
 
     def __call__(self, batch: pa.Table) -> pa.Table:
@@ -110,7 +111,8 @@ class Ingest:
             title=row["title"], filename=row["filename"], versioning_mode=row["versioning_mode"],
             mime=row["mime"], content_hash=content_hash, size_bytes=len(row["content"]),
             object_key=key, source_modified_at=row["source_modified_at"],
-            source_version_ref=row["source_version_ref"], routable=self._routable, run_id=self._run_id)
+            source_version_ref=row["source_version_ref"],
+            routable=self._routes.routable_types(row["filename"], row["mime"]), run_id=self._run_id)
         row.update(doc_id=got.doc_id, version_id=got.version_id, created=got.created,
                    content_hash=content_hash, mime=got.mime, title=got.title,
                    versioning_mode=got.versioning_mode, outcome=got.outcome,

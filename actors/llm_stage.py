@@ -68,7 +68,9 @@ class LoadContexts:
                 for index, chunk in enumerate(row["chunks"]):
                     if chunk["ord"] in done:
                         continue  # landed by an earlier, interrupted pass
-                    if chunk["text_hash"] in reusable:
+                    if claims.states_nothing(row, chunk):
+                        writes.mark_chunk_extracted(cur, version_id, chunk["ord"], self._extractor)
+                    elif chunk["text_hash"] in reusable:
                         row["claims"].extend(claims.reused_claims(chunk, reusable[chunk["text_hash"]]))
                         writes.mark_chunk_extracted(cur, version_id, chunk["ord"], self._extractor)
                     else:

@@ -91,7 +91,7 @@ def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmP
         reading = options.documents.take(run, owner)
         progress = Progress(report, reading.total, enabled=options.progress)
         if reading.total != 0:
-            progress.follow(pipeline(run, reading.dataset(), ingested=reading.ingested, ocr=reading.ocr,
+            progress.follow(pipeline(run, reading.dataset(), ingested=reading.ingested, names=reading.names,
                                      total=reading.total))
         if llm is not None:   # what its stages left, or the whole extraction where they are not in the pipeline
             report.add_llm_pass(extract_llm.run(run, llm, embedding, streamed=pipeline.extraction is not None))
@@ -116,7 +116,7 @@ def _document_stages(options: ImportOptions, settings: Settings, resources: dict
     return DocumentStages.of(None if llm is not None else options.extractor, embedding,
                              workers=options.workers, target_chars=settings.chunk_target_chars,
                              ocr=OcrPool.of(settings, resources, options.workers if embedding.gpu else 0),
-                             describe=describe,
+                             describe=describe, convert=settings.convert_options(settings.ocr_workers > 0),
                              extraction=functools.partial(llm.stages, embedding=embedding) if streams else None)
 
 

@@ -4,8 +4,9 @@ A version whose document stage is `failed` (permanent: a corrupt file, undecodab
 `dead_letter` (transient failures that used up their attempts) is reopened, claimed by a new run
 and processed from its stored bytes exactly as an import would (`LoadQueued` in place of read and
 ingest); fact stages are reopened and the run's facts phase takes them up. What still fails ends
-`failed` or `dead_letter` again with its new reason. A version parked `no_route` whose type has
-a route in this install now (images, once OCR is on) is queued and converted the same way. Items
+`failed` or `dead_letter` again with its new reason. A version parked `no_route` that has a route
+now (images once OCR is on, a type or an extension CORPUSMEM_CONVERSION_ROUTES names) is queued
+and converted the same way. Items
 refused before they became versions (unreadable files, archive members) have no stored bytes:
 importing them again retries them.
 """
@@ -17,7 +18,6 @@ import argparse
 from jobs.import_corpus import ImportOptions, import_options, run_import
 from jobs.settings import Settings
 from jobs.sources import QueuedVersions
-from pipeline.documents.convert import routable
 from sql.store import authority as store
 from sql.store import runs
 from sql.write import ingest as ingest_sql
@@ -38,7 +38,9 @@ def retry(settings: Settings, stage: str | None, version_id: str | None) -> tupl
     with store.connect(dsn, autocommit=True) as conn:
         store.migrate(conn)
         work = runs.failed_work(conn, stage, version_id)
-        rerouted = ingest_sql.reroute_parked(conn, routable(settings.ocr_workers > 0), version_id) \
+        routes = settings.routes(settings.ocr_workers > 0)
+        rerouted = ingest_sql.reroute_parked(conn, lambda mime, name: routes.route(mime, name) is not None,
+                                             version_id) \
             if stage in (None, "convert") else []
         if not work and not rerouted:
             return 0, "nothing to retry: no failed or dead-lettered work, and no parked version with a route now"

@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from actors.executions import EXECUTIONS
+from pipeline.documents.routes import PARK, ROUTE_NAMES, Routes, parse_routes
 
 if TYPE_CHECKING:
+    from pipeline.documents.convert import ConvertOptions
     from pipeline.documents.walk import SourceOptions
 
 
@@ -69,6 +71,12 @@ SETTINGS: tuple[Setting, ...] = (
             "Largest expanded/compressed ratio of one archive member (zip bombs)."),
     Setting("CORPUSMEM_ARCHIVE_MAX_MEMBERS", "archive_max_members", "100000",
             "Most members read from one archive."),
+    Setting("CORPUSMEM_CONVERSION_ROUTES", "conversion_routes", None,
+            "Conversion routes over the built-in table: comma-separated `TYPE=ROUTE`, where TYPE is a MIME type "
+            "(`text/x-foo`) or an extension (`.log`, which wins over the type) and ROUTE one of "
+            f"{', '.join(f'`{n}`' for n in ROUTE_NAMES)} or `{PARK}` (store and park). E.g. "
+            "`text/x-log=passthrough,.log=passthrough,application/octet-stream=park`. `corpusmem retry --all` "
+            "converts parked versions that a new route now reads."),
     Setting("CORPUSMEM_OCR_WORKERS", "ocr_workers", "2",
             "OCR actors (RapidOCR's models, shipped in its wheel, loaded once per actor) for images and "
             "PDF pages without a text layer, the node's CPUs shared among them as ONNX Runtime threads. "
@@ -157,6 +165,7 @@ class Settings(BaseModel):
     archive_max_bytes: int = Field(gt=0, description="CORPUSMEM_ARCHIVE_MAX_BYTES")
     archive_max_ratio: float = Field(gt=1, description="CORPUSMEM_ARCHIVE_MAX_RATIO")
     archive_max_members: int = Field(gt=0, description="CORPUSMEM_ARCHIVE_MAX_MEMBERS")
+    conversion_routes: tuple[tuple[str, str], ...] = Field(default=(), description="CORPUSMEM_CONVERSION_ROUTES")
     ocr_workers: int = Field(ge=0, le=256, description="CORPUSMEM_OCR_WORKERS")
     ocr_batch: int = Field(ge=1, le=1024, description="CORPUSMEM_OCR_BATCH")
     ocr_max_pixels: int = Field(ge=10_000, description="CORPUSMEM_OCR_MAX_PIXELS")
@@ -184,6 +193,23 @@ class Settings(BaseModel):
     admission_key_in_flight: int = Field(ge=0, description="CORPUSMEM_API_ADMISSION_KEY_IN_FLIGHT")
     admission_deployment_per_minute: int = Field(ge=0, description="CORPUSMEM_API_ADMISSION_DEPLOYMENT_PER_MINUTE")
     admission_deployment_in_flight: int = Field(ge=0, description="CORPUSMEM_API_ADMISSION_DEPLOYMENT_IN_FLIGHT")
+
+    @field_validator("conversion_routes", mode="before")
+    @classmethod
+    def _parse_routes(cls, value: Any) -> Any:
+        return parse_routes(value) if isinstance(value, str) else value
+
+    def routes(self, ocr: bool) -> Routes:
+        """The run's conversion routes; `ocr`: the run has an OCR stage."""
+        return Routes(self.conversion_routes, ocr)
+
+    def convert_options(self, ocr: bool) -> ConvertOptions:
+        """What `convert` is asked: these routes, the chunk target, the archive caps for zip containers."""
+        from pipeline.documents.convert import ConvertOptions
+
+        return ConvertOptions(routes=self.routes(ocr), target_chars=self.chunk_target_chars,
+                              zip_max_bytes=self.archive_max_bytes, zip_max_ratio=self.archive_max_ratio,
+                              zip_max_members=self.archive_max_members)
 
     def embed_batch(self, gpu: bool) -> int:
         """CORPUSMEM_EMBED_BATCH_SIZE, with 0 decided by where the model runs."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -21,7 +22,6 @@ from actors.db_writer import LoadQueued
 from jobs.stages import DB_STAGE_CPUS, TASK_CPUS, Run, Stage
 from pipeline import records
 from pipeline.documents import stages as documents
-from pipeline.documents.convert import may_need_ocr
 from pipeline.documents.walk import SourceOptions, list_sources
 from sql.write import ingest as ingest_sql
 
@@ -37,9 +37,9 @@ class Reading:
     total: int | None                  # documents to expect; None: not known before reading
     dataset: Callable[[], Any]         # the rows, as a lazy Ray Dataset of DOC_SCHEMA rows
     ingested: bool = False             # the rows are versions already in the authority
-    # whether a row may need the OCR stage: a source that knows none can (text files only) runs
-    # without it, one task and its pass over every batch fewer
-    ocr: bool = True
+    # the file names the source lists, where it lists them (None: not known before reading): a
+    # run none of whose files can need the OCR stage runs without it (`DocumentStages.stages`)
+    names: tuple[str, ...] | None = None
 
 
 class Source(Protocol):
@@ -70,7 +70,7 @@ class Folders:
         read = Stage(documents.read, run.batch_size, fn_kwargs={"options": self.options}, num_cpus=TASK_CPUS,
                      tasks=run.tasks)
         return Reading(len(items), lambda: read(_items_dataset(items)),
-                       ocr=any(may_need_ocr(item["item"]) for item in items))
+                       names=tuple(PurePosixPath(item["item"]).name for item in items))
 
     def record(self) -> None:
         return None

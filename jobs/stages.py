@@ -15,6 +15,7 @@ stage after its UDF (`MapBatches(Ingest)`, ...), which is what the dashboard sho
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,8 @@ from actors.llm_stage import LandClaims, LoadContexts
 from actors.ocr import Ocr
 from actors.retries import RetryPolicy
 from pipeline.documents import stages as documents
-from pipeline.documents.convert import OcrOptions, routable
+from pipeline.documents.convert import ConvertOptions, OcrOptions
+from pipeline.documents.routes import Routes
 
 if TYPE_CHECKING:
     from jobs.settings import Settings
@@ -193,10 +195,10 @@ def pure_tasks(resources: dict[str, float]) -> int:
     return max(1, int(resources.get("CPU", 1)))
 
 
-def ingest(run: Run, ocr: bool) -> Stage:
-    """`ocr`: the run has an OCR stage, so images are routable."""
+def ingest(run: Run, routes: Routes) -> Stage:
+    """`routes`: the run's conversion routes (images are routable when it has an OCR stage)."""
     return Stage(Ingest, run.batch_size, fn_constructor_kwargs={
-        "dsn": run.dsn, "object_store": run.object_store, "run_id": run.run_id, "routable": routable(ocr),
+        "dsn": run.dsn, "object_store": run.object_store, "run_id": run.run_id, "routes": routes,
         "retry": run.retry}, resident=1, num_cpus=DB_STAGE_CPUS)
 
 
@@ -214,30 +216,39 @@ class DocumentStages:
     # the LLM extraction's stages after `write` (`LlmPass.stages`), or None: no LLM, or its pass
     # follows the pipeline
     extraction: Callable[[Run], Sequence[Callable[[Any], Any]]] | None = None
+    convert: ConvertOptions = ConvertOptions()   # the routes (CORPUSMEM_CONVERSION_ROUTES) and caps
 
     @classmethod
     def of(cls, extractor: ExtractorConfig | None, embedding: Embedding, *, workers: int,
            target_chars: int, ocr: OcrPool | None = None,
            describe: Callable[[Any], Any] | None = None,
-           extraction: Callable[[Run], Sequence[Callable[[Any], Any]]] | None = None) -> DocumentStages:
+           extraction: Callable[[Run], Sequence[Callable[[Any], Any]]] | None = None,
+           convert: ConvertOptions | None = None) -> DocumentStages:
         """Builds the extractor once, so that one that cannot run refuses before anything is written."""
         version = build_extractor(extractor).version if extractor is not None else None
-        return cls(target_chars, extractor, version, embedding, workers, ocr, describe, extraction)
+        convert = convert or ConvertOptions(target_chars=target_chars)
+        return cls(target_chars, extractor, version, embedding, workers, ocr, describe, extraction, convert)
 
-    def __call__(self, run: Run, documents, *, ingested: bool, ocr: bool = True, total: int | None = None):
+    def __call__(self, run: Run, documents, *, ingested: bool, names: Sequence[str] | None = None,
+                 total: int | None = None):
         """A source's `documents` through the stages (lazily: nothing runs until they are read)."""
-        return apply(self.stages(run, ingested=ingested, ocr=ocr, total=total), documents)
+        return apply(self.stages(run, ingested=ingested, names=names, total=total), documents)
 
-    def stages(self, run: Run, *, ingested: bool, ocr: bool = True,
+    def stages(self, run: Run, *, ingested: bool, names: Sequence[str] | None = None,
                total: int | None = None) -> list[Callable[[Any], Any]]:
-        """`ingested`: the rows are versions already in the authority; `ocr`: some may need the
-        OCR stage (`Reading.ocr`), which the run has unless OCR is off; `total`: the documents
-        expected, where the source knows (`Reading.total`)."""
-        b, embedding, ocr = run.batch_size, self.embedding, self.ocr if ocr else None
+        """`ingested`: the rows are versions already in the authority; `names`: the file names
+        the source lists, where it does (`Reading.names`); `total`: the documents expected,
+        where the source knows (`Reading.total`). A run with OCR has the OCR stage unless none
+        of the names can need it: one task and its pass over every batch fewer."""
+        b, embedding = run.batch_size, self.embedding
+        # images stay routable in a run with OCR, whether or not this source holds any
+        routes = dataclasses.replace(self.convert.routes, ocr=self.ocr is not None)
+        ocr = self.ocr if names is None or any(routes.may_need_ocr(n) for n in names) else None
         return [
-            *([] if ingested else [ingest(run, self.ocr is not None)]),
+            *([] if ingested else [ingest(run, routes)]),
             Stage(documents.convert, b, num_cpus=TASK_CPUS, tasks=run.tasks,
-                  fn_kwargs={"ocr": OcrOptions(ocr.min_pdf_page_chars)} if ocr is not None else {}),
+                  fn_kwargs={"options": self.convert,
+                             **({"ocr": OcrOptions(ocr.min_pdf_page_chars)} if ocr is not None else {})}),
             *([ocr.stage(describe_next=self.describe is not None)] if ocr is not None else []),
             *([self.describe] if self.describe is not None else []),
             Stage(documents.structure, b, fn_kwargs={"target_chars": self.target_chars}, num_cpus=TASK_CPUS,

@@ -19,7 +19,8 @@ def render(dsn: str) -> str:
         recent = runs.recent_runs(conn)
         failed_totals, failed = runs.failures(conn, _FAILURES_SHOWN)
     lines = ["memory: " + ", ".join(f"{v} {k}" for k, v in totals.items()),
-             "versions by status: " + (", ".join(f"{n} {s}" for s, n in versions) or "none"),
+             "versions by status: " + (", ".join(f"{n} {s}" + (f" ({why})" if why else "")
+                                                   for s, why, n in versions) or "none"),
              "stage                    status       defer       versions"]
     lines += [f"{stage:<24} {status:<12} {defer or '':<11} {n:>8}" for stage, status, defer, n in stages]
     if recent:

@@ -16,6 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 from pipeline.claims import grounding, segment
+from pipeline.documents.structure import SILENT_ROLES
 from pipeline.claims.extraction import (
     CallCost,
     ChunkContext,
@@ -47,6 +48,13 @@ def build_context(row: Row, chunk_index: int) -> ChunkContext:
         header=segment.document_header(row["markdown"], row["title"] or ""),
         asserted_at=row["source_modified_at"], section_role=section["role"] if section else "body",
         passages=tuple(segment.context_passages(row["markdown"], spans, chunk_index)))
+
+
+def states_nothing(row: Row, chunk: Row) -> bool:
+    """True for a chunk of a section whose role states nothing (a table's rows): no extractor is
+    shown it, so it gives no claim whatever the backend."""
+    section = next((s for s in row["sections"] if s["ord"] == chunk["section_ord"]), None)
+    return section is not None and section["role"] in SILENT_ROLES
 
 
 def reusable(row: Row, extractor: str) -> dict[str, list[Row]]:
@@ -129,6 +137,8 @@ def extract_batch(rows: list[Row], extractor: Extractor) -> list[CallCost]:
         row["claims"], row["ledger"] = [], []
         read_before = reusable(row, extractor.version)
         for index, chunk in enumerate(row["chunks"]):
+            if states_nothing(row, chunk):
+                continue
             if chunk["text_hash"] in read_before:
                 row["claims"].extend(reused_claims(chunk, read_before[chunk["text_hash"]]))
             else:

@@ -3,7 +3,9 @@
 A role tells later stages how to treat a section's text: `body` is what the document states,
 `references` and `boilerplate` are lists of other works and legal text that state nothing about
 the world, `appendix` is supporting material, `front_matter` is what comes before the content
-(YAML metadata, a preamble before the first heading, a table of contents).
+(YAML metadata, a preamble before the first heading, a table of contents). `table` is not decided
+from headings: every section of a table file (CSV, TSV) has it, and it states nothing either: its
+rows are data, searchable, but no claim is drawn from them.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ REFERENCES = "references"
 APPENDIX = "appendix"
 FRONT_MATTER = "front_matter"
 BOILERPLATE = "boilerplate"
-ROLES = (BODY, REFERENCES, APPENDIX, FRONT_MATTER, BOILERPLATE)
+TABLE = "table"
+ROLES = (BODY, REFERENCES, APPENDIX, FRONT_MATTER, BOILERPLATE, TABLE)
+# Sections whose chunks no extractor is shown: they are searchable, and give no claims.
+SILENT_ROLES = (TABLE,)
 
 # Headings are matched whole (after numbering and emphasis are removed), so "Links between
 # trade and growth" stays body; only an appendix word may be followed by a label ("Appendix B: Data").
@@ -72,7 +77,7 @@ def heading_role(heading: str) -> str | None:
     return None
 
 
-def build_sections(markdown: str, blocks: list[Block]) -> list[dict[str, Any]]:
+def build_sections(markdown: str, blocks: list[Block], all_role: str | None = None) -> list[dict[str, Any]]:
     """Sections of `markdown` (records.SECTION fields), in document order.
 
     A section starts at each heading block and at the first block after a YAML front matter;
@@ -86,7 +91,8 @@ def build_sections(markdown: str, blocks: list[Block]) -> list[dict[str, Any]]:
     the role of the nearest enclosing role-bearing heading, until a heading of the same or a
     higher level (a smaller number) closes it; otherwise `body`. Front matter blocks and the
     preamble before the first heading are `front_matter` when the document has headings; a
-    document with no headings is one `body` section (after any front matter).
+    document with no headings is one `body` section (after any front matter). An `all_role` given is
+    every section's, whatever its heading says (a table's sections are all `table`).
     """
     if not blocks:
         return []
@@ -110,6 +116,9 @@ def build_sections(markdown: str, blocks: list[Block]) -> list[dict[str, Any]]:
             role = FRONT_MATTER if has_headings else BODY
             sections.append(_section(len(sections), None, 0, role, block.char_start))
         previous_kind = block.kind
+    if all_role is not None:
+        for section in sections:
+            section["role"] = all_role
     sections[0]["char_start"] = 0
     for section, following in zip(sections, sections[1:]):
         section["char_end"] = following["char_start"]

@@ -20,7 +20,9 @@ from typing import Any, BinaryIO, TypedDict
 
 from pipeline import records
 from pipeline.documents.archives import expand_archive, is_archive
+from pipeline.documents.mail import expand_mail, is_mail
 from pipeline.documents.mime import mime_for
+from pipeline.documents.tables import split_parts
 from pipeline.documents.sidecars import (
     MODIFIED_AT_FROM,
     SIDECAR_MAX_BYTES,
@@ -30,6 +32,11 @@ from pipeline.documents.sidecars import (
 )
 
 Row = dict[str, Any]
+
+# A table file (CSV, TSV) larger than this is read as parts of about this size, each a document
+# (`tables.split_parts`): every later stage then holds a part at a time, never the whole file.
+TABLE_PART_BYTES = 1024 * 1024
+_TABLE_SUFFIXES = (".csv", ".tsv", ".tab")
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,7 @@ class SourceOptions:
     archive_max_bytes: int = 1024**3  # total expanded bytes per archive
     archive_max_ratio: float = 200.0  # expanded / compressed, per member
     archive_max_members: int = 100_000
+    table_part_bytes: int = TABLE_PART_BYTES
 
     def __post_init__(self) -> None:
         if self.modified_at_from not in MODIFIED_AT_FROM:
@@ -166,44 +174,87 @@ def _file_item(absolute: str, cwd: Path) -> SourceItem:
                       mtime=datetime.fromtimestamp(info.st_mtime, tz=UTC), error=None)
 
 
-def read_item(item: dict[str, Any], options: SourceOptions) -> list[Row]:
-    """One source item → its document rows (an archive → one row per member)."""
+def read_item(item: dict[str, Any], options: SourceOptions) -> Iterator[Row]:
+    """One source item → its document rows, lazily: an archive → one row per member, a mail file
+    → one per message and attachment, a table file over `table_part_bytes` → one per part."""
     filename = PurePosixPath(item["item"]).name
     row = options.base_row(item["item"], item["source_ref"], filename)
     row["size_bytes"] = item.get("size")
     if item.get("error"):
-        return [records.fail(row, "read", item["error"])]
-    if is_archive(filename):
-        # An archive is read from disk as a stream, never whole, so its own size is not capped by
-        # max_file_bytes: its members are, and the archive caps bound what it may expand to.
-        try:
-            with _open_no_follow(item["path"]) as archive:
-                return list(expand_archive(filename, archive, options,
-                                           archive_item=item["item"], archive_ref=item["source_ref"]))
-        except OSError as err:
-            return [records.fail(row, "read", f"cannot read: {err.strerror or err}")]
+        yield records.fail(row, "read", item["error"])
+        return
     size = int(item.get("size") or 0)
-    if size > options.max_file_bytes:
-        return [records.fail(row, "read",
-                             f"file is {size} bytes, over CORPUSMEM_MAX_FILE_BYTES={options.max_file_bytes}")]
+    # An archive, an mbox or a large table is read from disk as a stream, never whole, so its own
+    # size is not capped by max_file_bytes: its members are, and the archive caps bound the rest.
+    streamed = is_archive(filename) or filename.lower().endswith(".mbox") or \
+        (filename.lower().endswith(_TABLE_SUFFIXES) and size > options.table_part_bytes)
+    if not streamed and size > options.max_file_bytes:
+        yield records.fail(row, "read", f"file is {size} bytes, over CORPUSMEM_MAX_FILE_BYTES={options.max_file_bytes}")
+        return
     try:
-        with _open_no_follow(item["path"]) as file:
-            # The file may have grown since it was listed: read one byte past the cap to know.
-            content = file.read(options.max_file_bytes + 1)
+        file = _open_no_follow(item["path"])
     except OSError as err:
-        return [records.fail(row, "read", f"cannot read: {err.strerror or err}")]
+        yield records.fail(row, "read", f"cannot read: {err.strerror or err}")
+        return
+    with file:
+        try:
+            if is_archive(filename):
+                yield from expand_archive(filename, file, options, archive_item=item["item"],
+                                          archive_ref=item["source_ref"])
+            elif is_mail(filename):
+                yield from expand_mail(filename, file, options, item=item["item"], ref=item["source_ref"],
+                                       dated=lambda r, member: _date(r, item, options, member))
+            elif streamed:
+                yield from _table_parts(file, item, options)
+            else:
+                yield from _whole_file(file, row, item, options)
+        except OSError as err:
+            yield records.fail(row, "read", f"cannot read: {err.strerror or err}")
+
+
+def _whole_file(file: BinaryIO, row: Row, item: dict[str, Any], options: SourceOptions) -> Iterator[Row]:
+    # The file may have grown since it was listed: read one byte past the cap to know.
+    content = file.read(options.max_file_bytes + 1)
     if len(content) > options.max_file_bytes:
-        return [records.fail(row, "read",
-                             f"file is over CORPUSMEM_MAX_FILE_BYTES={options.max_file_bytes} bytes")]
+        yield records.fail(row, "read", f"file is over CORPUSMEM_MAX_FILE_BYTES={options.max_file_bytes} bytes")
+        return
     row.update(content=content, size_bytes=len(content))
+    yield _date(row, item, options)
+
+
+def _date(row: Row, item: dict[str, Any], options: SourceOptions, member: bool = False) -> Row:
+    """`row` with its said-on time and sidecar metadata as the run asked (a failed row when the
+    sidecar is bad). A `member` of the file (a part, a message of an mbox) takes only its time:
+    the sidecar's identity and title are the file's."""
+    target = dict(row) if member else row
     try:
-        set_source_metadata(row, options.modified_at_from, item["item"],
+        set_source_metadata(target, options.modified_at_from, item["item"],
                             mtime=item.get("mtime"), sidecar_name=item["item"] + SIDECAR_SUFFIX,
                             sidecar=lambda: _read_sidecar_file(item["path"] + SIDECAR_SUFFIX,
                                                                item["item"] + SIDECAR_SUFFIX))
     except SidecarError as err:
-        return [records.fail(row, "read", str(err))]
-    return [row]
+        return records.fail(row, "read", str(err))
+    row["source_modified_at"] = target["source_modified_at"]
+    return row
+
+
+def _table_parts(file: BinaryIO, item: dict[str, Any], options: SourceOptions) -> Iterator[Row]:
+    """A large table file as parts `name!part-00001.csv`, ..., each with the header line and
+    about `table_part_bytes` of rows, dated as the file is."""
+    name = PurePosixPath(item["item"]).name
+    suffix = PurePosixPath(name).suffix.lower()
+    for part in split_parts(file, options.table_part_bytes):
+        member = f"part-{part.number:05d}{suffix}"
+        row = options.base_row(f"{item['item']}!{member}", f"{item['source_ref']}!{member}", member)
+        if len(part.content) > options.max_file_bytes:
+            row["size_bytes"] = len(part.content)
+            yield records.fail(row, "read", f"one record of it is over CORPUSMEM_MAX_FILE_BYTES="
+                                            f"{options.max_file_bytes} bytes")
+            continue
+        row.update(content=part.content, size_bytes=len(part.content))
+        _date(row, item, options, member=True)
+        row["title"] = f"{PurePosixPath(name).stem} (lines {part.first_line}–{part.last_line})"
+        yield row
 
 
 def _open_no_follow(path: str) -> BinaryIO:

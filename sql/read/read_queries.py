@@ -252,10 +252,10 @@ async def adjacent_chunks(conn: Conn, chunk_id: str, window: int) -> list[dict[s
 
 
 def version_status(alias: str) -> str:
-    """A version's status as the read surfaces list it: one parked for want of a converter route is
-    `parked` (the authority keeps it `converting` with its `parked_reason`, which the queue reads)."""
-    return (f"CASE WHEN {alias}.parked_reason IS NOT NULL AND {alias}.status = 'converting' THEN 'parked'"
-            f" ELSE {alias}.status END")
+    """A version's status as every read surface lists it (`memory_v1_private.version_status`, 0018):
+    one parked for want of a converter route is `parked` (the authority keeps it `converting` with
+    its `parked_reason`, which the queue reads)."""
+    return f"memory_v1_private.version_status({alias}.status, {alias}.parked_reason)"
 
 
 async def documents_page(conn: Conn, limit: int, after: str | None, statuses: list[str] | None) -> list[tuple]:

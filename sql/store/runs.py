@@ -188,8 +188,12 @@ def work_statuses(conn: psycopg.Connection, version_ids: list[str]) -> list[tupl
         " ORDER BY d.source_ref, w.version_id, w.stage", (version_ids,)).fetchall()]
 
 
-def version_counts(conn: psycopg.Connection) -> list[tuple[str, int]]:
-    return conn.execute("SELECT status, count(*) FROM versions GROUP BY 1 ORDER BY 1").fetchall()
+def version_counts(conn: psycopg.Connection) -> list[tuple[str, str | None, int]]:
+    """(status as the read surfaces list it, the parked reason or None, versions)."""
+    return conn.execute(
+        "SELECT memory_v1_private.version_status(status, parked_reason),"
+        " CASE WHEN status = 'converting' THEN parked_reason END, count(*) FROM versions"
+        " GROUP BY 1, 2 ORDER BY 1, 2").fetchall()
 
 
 def totals(conn: psycopg.Connection) -> dict[str, int]:

@@ -14,7 +14,7 @@ owner that is no longer alive (`run_is_live`, migration 0009), so one version ha
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -240,15 +240,20 @@ def reopen_versions(conn: psycopg.Connection, version_ids: list[str], stage: str
     return reopened
 
 
-def reroute_parked(conn: psycopg.Connection, routable: Collection[str], version_id: str | None = None) -> list[str]:
-    """Versions parked `no_route` whose type now has a route (`version_id`: only that one), back
-    to the queue: no parked reason, `convert` pending with no owner. Returns them."""
+def reroute_parked(conn: psycopg.Connection, has_route: Callable[[str, str], bool],
+                   version_id: str | None = None) -> list[str]:
+    """Versions parked `no_route` that now have a route (`has_route(mime, filename)`;
+    `version_id`: only that one), back to the queue: no parked reason, `convert` pending with no
+    owner. Returns them."""
     with conn.transaction():
+        parked = conn.execute(
+            "SELECT v.version_id::text, v.mime, d.filename FROM versions v JOIN documents d USING (doc_id)"
+            " WHERE d.deleted_at IS NULL AND v.parked_reason = 'no_route' AND v.status = 'converting'"
+            " AND (%(v)s::uuid IS NULL OR v.version_id = %(v)s::uuid) FOR UPDATE OF v", {"v": version_id}).fetchall()
+        routed = [v for v, mime, filename in parked if has_route(mime, filename or "")]
         rerouted = [str(r[0]) for r in conn.execute(
-            "UPDATE versions v SET parked_reason = NULL FROM documents d WHERE d.doc_id = v.doc_id"
-            " AND d.deleted_at IS NULL AND v.parked_reason = 'no_route' AND v.status = 'converting'"
-            " AND v.mime = ANY(%(r)s) AND (%(v)s::uuid IS NULL OR v.version_id = %(v)s::uuid)"
-            " RETURNING v.version_id", {"r": list(routable), "v": version_id}).fetchall()]
+            "UPDATE versions SET parked_reason = NULL WHERE version_id = ANY(%s::uuid[]) RETURNING version_id",
+            (routed,)).fetchall()]
         conn.execute(
             "UPDATE stage_work SET status = 'pending', defer_reason = NULL, owner_run = NULL, finished_at = NULL,"
             " updated_at = now() WHERE version_id = ANY(%s::uuid[]) AND stage = 'convert'", (rerouted,))

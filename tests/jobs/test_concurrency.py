@@ -24,7 +24,7 @@ from jobs import process, runtime
 from jobs.sources import ITEM_SCHEMA
 from jobs.settings import Settings
 from pipeline.documents import stages
-from pipeline.documents.convert import ROUTES
+from pipeline.documents.routes import Routes
 from pipeline.documents.walk import list_sources, read_item
 from serve.ingest import ingest as api_ingest
 from sql.store import authority as store
@@ -55,9 +55,9 @@ def test_landing_a_write_batch_twice_changes_nothing(memory, tmp_path):
     with psycopg.connect(authority.dsn) as conn:
         run_id = runs.start_run(conn, [str(corpus)], {})
     options = memory.source_options()
-    batch = stages.read(pa.Table.from_pylist(list(list_sources([str(corpus)], options)), schema=ITEM_SCHEMA),
-                        options)
-    batch = Ingest(authority.dsn, memory.object_store_uri, run_id, tuple(ROUTES))(batch)
+    batch = pa.concat_tables(stages.read(pa.Table.from_pylist(list(list_sources([str(corpus)], options)),
+                                                               schema=ITEM_SCHEMA), options))
+    batch = Ingest(authority.dsn, memory.object_store_uri, run_id, Routes())(batch)
     batch = stages.convert(batch)
     batch = stages.structure(batch, memory.chunk_target_chars)
     batch = stages.chunk(batch, memory.chunk_target_chars)

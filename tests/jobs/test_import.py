@@ -232,6 +232,14 @@ def test_a_type_without_route_is_stored_and_parked_not_failed(memory, ray_local,
                         " JOIN stage_work w USING (version_id) WHERE w.stage = 'convert'") == [
         ("converting", "no_route", "pending", "no_route")]
     assert rows(memory, "SELECT count(*) FROM content_objects")[0][0] == 1
+    # parked reads as parked, with its reason, on every surface: never as converting
+    assert rows(memory, "SELECT current_version_status, current_version_parked_reason, has_current_ready_content"
+                        " FROM memory_v1.documents_live") == [("parked", "no_route", False)]
+    assert rows(memory, "SELECT status, parked_reason FROM memory_v1.document_versions_visible") == [
+        ("parked", "no_route")]
+    from jobs import status
+
+    assert "versions by status: 1 parked (no_route)" in status.render(memory.dsn)
 
     again = do_import(memory, corpus)
     assert again.counts["new_versions"] == 0 and again.counts["parked"] == 1

@@ -40,8 +40,8 @@ def test_ocr_runs_after_convert_resident_on_cpus_and_as_actors_on_a_gpu():
     stages = DocumentStages.of(None, _EMBEDDING, workers=1, target_chars=800, ocr=ocr).stages(_RUN, ingested=False)
     assert [s.fn.__name__ for s in stages] == ["Ingest", "convert", "Ocr", "structure", "chunk", "Embed", "Write"]
     convert, pool = (s.map_batches_kwargs() for s in stages[1:3])
-    assert "image/png" in stages[0].fn_constructor_kwargs["routable"]
-    assert convert["fn_kwargs"] == {"ocr": OcrOptions(min_pdf_page_chars=5)}
+    assert stages[0].fn_constructor_kwargs["routes"].route("image/png") == "ocr"
+    assert convert["fn_kwargs"]["ocr"] == OcrOptions(min_pdf_page_chars=5)
     assert (pool["batch_size"], type(pool["compute"]).__name__, pool["compute"].size, pool["num_cpus"]) == (
         3, "TaskPoolStrategy", 2, 0)
     assert stages[2].fn_constructor_kwargs == {"max_pixels": 1_000_000, "gpu": False, "threads": 4,
@@ -65,14 +65,22 @@ def test_with_a_describe_step_the_ocr_stage_leaves_a_document_without_text_to_it
 
 def test_a_source_with_nothing_to_recognise_runs_without_the_ocr_stage_and_still_routes_images():
     ocr = OcrPool(2, 3, 1_000_000, 5, gpu=False, threads=4)
-    stages = DocumentStages.of(None, _EMBEDDING, workers=1, target_chars=800, ocr=ocr).stages(
-        _RUN, ingested=False, ocr=False)
-    assert [s.fn.__name__ for s in stages] == ["Ingest", "convert", "structure", "chunk", "Embed", "Write"]
-    assert "image/png" in stages[0].fn_constructor_kwargs["routable"]
+    pipeline = DocumentStages.of(None, _EMBEDDING, workers=1, target_chars=800, ocr=ocr)
+
+    def names(files: list[str]) -> list[str]:
+        return [s.fn.__name__ for s in pipeline.stages(_RUN, ingested=False, names=files)]
+
+    assert names(["a.md", "b.txt", "c.docx"]) == ["Ingest", "convert", "structure", "chunk", "Embed", "Write"]
+    stages = pipeline.stages(_RUN, ingested=False, names=["a.md"])
+    assert stages[0].fn_constructor_kwargs["routes"].route("image/png", "x.png") == "ocr"
+    # what may hold a page to recognise: an image, a PDF, a container whose members are unknown
+    for file in ("scan.PNG", "paper.pdf", "notes.zip", "inbox.mbox", "note.eml"):
+        assert "Ocr" in names(["a.md", file]), file
+    assert "Ocr" in [s.fn.__name__ for s in pipeline.stages(_RUN, ingested=False)]   # names unknown
 
 
 def test_without_ocr_images_have_no_route():
     stages = DocumentStages.of(None, _EMBEDDING, workers=1, target_chars=800).stages(_RUN, ingested=False)
     assert "Ocr" not in [s.fn.__name__ for s in stages]
-    assert "image/png" not in stages[0].fn_constructor_kwargs["routable"]
-    assert "fn_kwargs" not in stages[1].map_batches_kwargs()
+    assert stages[0].fn_constructor_kwargs["routes"].route("image/png") is None
+    assert "ocr" not in stages[1].map_batches_kwargs()["fn_kwargs"]

@@ -145,14 +145,12 @@ def test_folders_list_their_items_when_taken(tmp_path: Path) -> None:
     assert (reading.total, reading.ingested, source.record()) == (2, False, None)
 
 
-def test_a_folder_of_text_files_needs_no_ocr_stage_and_one_with_a_scan_or_an_archive_does(tmp_path: Path) -> None:
+def test_a_folder_lists_its_file_names_for_the_stages(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
     (tmp_path / "a.md").write_text("# A\n")
-    options = load_settings({}).source_options()
-    assert sources.Folders((str(tmp_path),), options).take(_RUN, owner=None).ocr is False
-    for name in ("scan.PNG", "paper.pdf", "notes.zip"):
-        (tmp_path / name).write_bytes(b"")
-        assert sources.Folders((str(tmp_path),), options).take(_RUN, owner=None).ocr is True, name
-        (tmp_path / name).unlink()
+    (tmp_path / "sub" / "scan.png").write_bytes(b"")
+    reading = sources.Folders((str(tmp_path),), load_settings({}).source_options()).take(_RUN, owner=None)
+    assert sorted(reading.names) == ["a.md", "scan.png"]
 
 
 def test_queued_versions_are_those_the_run_claims() -> None:
