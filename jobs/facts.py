@@ -25,6 +25,7 @@ from actors.embedder import ModelRef
 from actors.extractor import ExtractorConfig
 from actors.retries import GaveUp, RetryPolicy, with_retries
 from jobs.run_report import FactsReport
+from sql.store import authority as store
 from sql.store import runs
 from sql.write import assertions as assertions_sql
 from sql.write import entities as entities_sql
@@ -140,10 +141,13 @@ class _Phase:
         self.versions: list[str] = []
 
     def run(self) -> None:
+        self.step(self.stage, lambda conn: store.refresh_statistics(conn, "pipeline"))
         for name, step in (("normalize", self.normalize), ("resolve", self.resolve),
                            ("adjudicate", self.adjudicate), ("reconcile", self.reconcile),
                            ("label", self.label)):
             _timed(self.report.seconds, name, step)
+            if name in store.FILLED_BY:   # the next step's statements are planned on what this one wrote
+                self.step(self.stage, lambda conn, name=name: store.refresh_statistics(conn, name))
         self.step("label_relation", writes.finish_fact_stages)
 
     def step(self, fact_stage: str, call: Callable[[psycopg.Connection], T]) -> T:
