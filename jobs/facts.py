@@ -141,14 +141,17 @@ class _Phase:
         self.versions: list[str] = []
 
     def run(self) -> None:
-        self.step(self.stage, lambda conn: store.refresh_statistics(conn, "pipeline"))
+        self.analyze("pipeline")
         for name, step in (("normalize", self.normalize), ("resolve", self.resolve),
                            ("adjudicate", self.adjudicate), ("reconcile", self.reconcile),
                            ("label", self.label)):
             _timed(self.report.seconds, name, step)
-            if name in store.FILLED_BY:   # the next step's statements are planned on what this one wrote
-                self.step(self.stage, lambda conn, name=name: store.refresh_statistics(conn, name))
         self.step("label_relation", writes.finish_fact_stages)
+
+    def analyze(self, filled_by: str, changed: int | None = None) -> None:
+        """What `filled_by` wrote (`changed` rows, where it counted them), analysed when that is
+        enough to mislead the planner: the next statements are planned on it."""
+        self.step(self.stage, lambda conn: store.refresh_statistics(conn, filled_by, changed))
 
     def step(self, fact_stage: str, call: Callable[[psycopg.Connection], T]) -> T:
         """`call` on the phase's connection under the retry policy, as part of `fact_stage`."""
@@ -174,6 +177,7 @@ class _Phase:
                 report.claims_normalized += got["claims"]
                 report.assertions += got["assertions"]
                 report.dead_letter += got["dead_letter"]
+        self.analyze("normalize", report.assertions)
 
     def resolve(self) -> None:
         report = self.report
@@ -186,10 +190,12 @@ class _Phase:
                 report.dead_letter += got["dead_letter"]
                 for verdict, n in got["verdicts"].items():
                     report.mentions_resolved[verdict] = report.mentions_resolved.get(verdict, 0) + n
+            self.analyze("resolve", sum(report.mentions_resolved.values()))
             report.merge_proposals = self.step("adjudicate_observations",
                                                lambda conn: entities_sql.propose_merges(conn, self.run_id))
-        self.step("adjudicate_observations",
-                  lambda conn: entities_sql.bind_assertions(conn, facts_store.one_per_object()))
+        bound = self.step("adjudicate_observations",
+                          lambda conn: entities_sql.bind_assertions(conn, facts_store.one_per_object()))
+        self.analyze("bind", bound)
 
     def adjudicate(self) -> None:
         report = self.report
@@ -204,6 +210,7 @@ class _Phase:
                 report.decisions += got["decisions"]
                 report.dead_letter += got["dead_letter"]
                 report.per_entity += got["per_entity"]
+            self.analyze("adjudicate", report.decisions)
 
     def reconcile(self) -> None:
         self.report.superseded_claims = self.step("adjudicate_supersession", reconcile_sql.supersede_living)

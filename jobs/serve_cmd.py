@@ -54,7 +54,9 @@ def start(settings: Settings, host: str, port: int) -> str:
         print(f"warning: serving {host} without credentials: anyone who can reach it can read and change "
               "the memory (set CORPUSMEM_API_TOKENS or CORPUSMEM_API_JWT_*)", file=sys.stderr)
     serve.start(http_options={"host": host, "port": port})
-    device = settings.embedding_device if model.execution == "torch" else "cpu"
+    # a GPU holds the questions' model in the embedder deployment; on CPUs each replica holds it
+    gpu = resources.get("GPU", 0) >= 1 and settings.embedding_device in ("auto", "cuda")
+    device = "cuda" if model.execution == "torch" and (gpu or settings.embedding_device == "cuda") else "cpu"
     serve.run(application(dsn=authority.dsn, info=info, model=model, device=device, replicas=settings.serve_replicas,
                           pools={"general": settings.pool_general, "retrieval": settings.pool_retrieval,
                                  "graph": settings.pool_graph}),

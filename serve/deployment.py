@@ -1,17 +1,20 @@
-"""The Ray Serve application: the API ingress composed with a query-embedder deployment.
+"""The Ray Serve application: the API ingress, which embeds questions itself on CPUs, or composed
+with a query-embedder deployment that holds the model on a GPU.
 
-    Api (FastAPI ingress, replicas = CORPUSMEM_SERVE_REPLICAS) ──DeploymentHandle──► QueryEmbedder
+    Api (FastAPI ingress, replicas = CORPUSMEM_SERVE_REPLICAS) [──DeploymentHandle──► QueryEmbedder]
 
 The ingress builds its FastAPI app on each replica (`__serve_build_asgi_app__`) with that
-replica's connection pools, which the app opens when it starts. The embedder holds the
-sentence-transformers model (on a GPU when the cluster has one) and is the only model any read
-calls; questions arriving together are encoded as one batch (`serve.batch`), which under
-concurrent clients costs far less than one encode each.
+replica's connection pools, which the app opens when it starts. On CPUs each replica holds the
+pinned model (`ReplicaEmbedder`): a question is encoded at once on a thread of the replica, with
+no hop to another process and no wait for company (the ONNX executions encode every text alone,
+so a batch would save nothing). On a GPU the embedder deployment holds the model and encodes the
+questions arriving together as one batch (`serve.batch`).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -62,21 +65,65 @@ class QueryEmbedder:
         return out
 
 
+# Questions a replica remembers the vector of, by pin and text (an agent asks again and again).
+QUESTIONS_KEPT = 4096
+
+
+class ReplicaEmbedder:
+    """A replica's own question embedder on CPUs: the model of the pin asked for, loaded in the
+    replica; each question encoded on one of its threads (the event loop serves on meanwhile),
+    and the vectors of the last `QUESTIONS_KEPT` questions remembered."""
+
+    def __init__(self, model, threads: int = 2) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from actors.embedder import load_model
+
+        self._ref, self._model = model, load_model(model, "cpu", threads=1)
+        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="question")
+        self._kept: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+
+    async def __call__(self, text: str, pin: str) -> np.ndarray:
+        key = (pin, text)
+        if (found := self._kept.get(key)) is not None:
+            self._kept.move_to_end(key)
+            return found
+        vector = await asyncio.get_running_loop().run_in_executor(self._pool, self._encode, text, pin)
+        self._kept[key] = vector
+        while len(self._kept) > QUESTIONS_KEPT:
+            self._kept.popitem(last=False)
+        return vector
+
+    def _encode(self, text: str, pin: str) -> np.ndarray:
+        """After `corpusmem reembed` switched the pin, the model of the new one replaces the old."""
+        from actors.embedder import load_model, model_for_pin
+
+        if pin != self._ref.pin:
+            ref = model_for_pin(pin, gpu=False, cache=self._ref.cache)
+            self._ref, self._model = ref, load_model(ref, "cpu", threads=1)
+        vector = self._model.encode([text], normalize_embeddings=True, show_progress_bar=False, batch_size=1)[0]
+        return np.asarray(vector, dtype=np.float32)
+
+
 # Handlers only await I/O (the embedder, PostgreSQL), so a replica takes many requests at once;
 # the connection pools, not this, bound the work that reaches PostgreSQL.
 @serve.deployment(ray_actor_options={"num_cpus": 0.25}, max_ongoing_requests=API_ONGOING)
 @serve.ingress()
 class Api:
-    def __init__(self, embedder: DeploymentHandle, dsn: str, info: DeploymentInfo, pools: dict[str, int]) -> None:
-        self._embedder = embedder
+    def __init__(self, embedder: DeploymentHandle | Any, dsn: str, info: DeploymentInfo,
+                 pools: dict[str, int]) -> None:
+        """`embedder`: the embedder deployment's handle (a GPU), or the model to embed with here."""
+        self._embedder = embedder if isinstance(embedder, DeploymentHandle) else ReplicaEmbedder(embedder)
         self._dsn = dsn
         self._info = info
         self._pools = pools
 
     async def _embed(self, text: str, pin: str | None = None) -> np.ndarray:
         """`text`'s vector in the space of `pin` (None: the pin the server started with)."""
-        vector = await asyncio.wait_for(self._embedder.embed.remote(text, pin or self._info.embedding_model),
-                                        timeout=30)
+        pin = pin or self._info.embedding_model
+        if isinstance(self._embedder, ReplicaEmbedder):
+            return await asyncio.wait_for(self._embedder(text, pin), timeout=30)
+        vector = await asyncio.wait_for(self._embedder.embed.remote(text, pin), timeout=30)
         return np.asarray(vector, dtype=np.float32)
 
     def __serve_build_asgi_app__(self) -> Any:
@@ -85,5 +132,6 @@ class Api:
 
 def application(*, dsn: str, info: DeploymentInfo, model, device: str, replicas: int,
                 pools: dict[str, int]) -> serve.Application:
-    embedder = QueryEmbedder.bind(model, device)
+    """On a GPU the questions go to the embedder deployment; on CPUs each replica embeds them."""
+    embedder = QueryEmbedder.bind(model, device) if device == "cuda" else model
     return Api.options(num_replicas=replicas).bind(embedder, dsn, info, pools)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from serve import graph
@@ -57,8 +57,8 @@ def _both_clocks(body: NeighborhoodRequest | PathRequest) -> None:
 def graph_router(pools: Pools) -> APIRouter:
     router = APIRouter()
 
-    @router.post("/graph/neighborhood")
-    async def graph_neighborhood(body: NeighborhoodRequest) -> dict[str, Any]:
+    @router.post("/graph/neighborhood", response_model=dict[str, Any])
+    async def graph_neighborhood(body: NeighborhoodRequest) -> Response:
         _both_clocks(body)
         async with pools.snapshot("graph") as c:
             return m.envelope(await graph.neighborhood(c, entity_id=str(body.entity_id), hops=body.hops,
@@ -67,16 +67,16 @@ def graph_router(pools: Pools) -> APIRouter:
                                                        include_paths=body.include_paths,
                                                        continuation=body.continuation))
 
-    @router.post("/graph/path")
-    async def graph_path(body: PathRequest) -> dict[str, Any]:
+    @router.post("/graph/path", response_model=dict[str, Any])
+    async def graph_path(body: PathRequest) -> Response:
         _both_clocks(body)
         async with pools.snapshot("graph") as c:
             return m.envelope(await graph.path(c, start=str(body.from_entity_id), end=str(body.to_entity_id),
                                                max_hops=body.max_hops, predicates=body.predicates or [],
                                                valid_at=body.valid_at, believed_at=body.believed_at))
 
-    @router.post("/graph/citation-path")
-    async def graph_citation_path(body: CitationPathRequest) -> dict[str, Any]:
+    @router.post("/graph/citation-path", response_model=dict[str, Any])
+    async def graph_citation_path(body: CitationPathRequest) -> Response:
         async with pools.snapshot("graph") as c:
             return m.envelope(await graph.citation_path(c, start=str(body.from_doc_id), end=str(body.to_doc_id),
                                                         max_hops=body.max_hops))

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from fastapi import Header
+from fastapi import Header, Response
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -73,11 +73,14 @@ def preferences(prefer: list[str] | None) -> set[str]:
     return {p.split(";")[0].split("=")[0].strip().lower() for h in prefer or () for p in h.split(",")} - {""}
 
 
-def envelope(result: BaseModel, prefer: list[str] | None = None) -> dict[str, Any]:
-    """A result as its route's JSON body: by alias (`from`), instants as strings, each claim's
-    `ocr_citation` only when `prefer` asks for it."""
-    return result.model_dump(mode="json", by_alias=True,
-                             context={_OCR_CITATIONS: PREFER_OCR_CITATIONS in preferences(prefer)})
+def envelope(result: BaseModel, prefer: list[str] | None = None) -> Response:
+    """A result as its route's JSON response: by alias (`from`), instants as strings, each
+    claim's `ocr_citation` only when `prefer` asks for it. The model was validated when it was
+    built, so it is serialized straight to JSON by pydantic's own serializer, not dumped to a dict
+    for FastAPI to walk and encode again."""
+    return Response(result.model_dump_json(by_alias=True,
+                                           context={_OCR_CITATIONS: PREFER_OCR_CITATIONS in preferences(prefer)}),
+                    media_type="application/json")
 
 
 Precision = Literal["unknown", "instant", "day", "month", "quarter", "year", "open"]

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import psycopg
-from fastapi import APIRouter, Body, HTTPException
+from fastapi import APIRouter, Body, HTTPException, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from serve import models as m
@@ -51,9 +51,9 @@ def operation_router(pools: Pools, questions: Questions) -> APIRouter:
     async def list_operations() -> list[m.ToolDescriptor]:
         return operations.descriptors()
 
-    @router.post("/operations/{name}")
+    @router.post("/operations/{name}", response_model=dict[str, Any])
     async def run_operation(name: str, arguments: Annotated[dict[str, Any], Body()] = None,
-                            prefer: m.Prefer = None) -> dict[str, Any]:
+                            prefer: m.Prefer = None) -> Response:
         if name not in operations.NAMES:
             raise HTTPException(404, f"unknown operation {name!r}")
         args = operations.validate(name, arguments or {})

@@ -239,23 +239,44 @@ def ensure_vector_indexes(conn: psycopg.Connection) -> list[str]:
     return built
 
 
-# What each step of an import fills, by the step that has just filled it. A table that grew from
-# nothing within the run reads as empty to the planner until autovacuum gets to it, and a query
-# planned then scans it once per outer row: the facts phase's binding of assertions to entities ran
-# 333 s at 10,000 notes where it takes seconds.
+# What each step of an import fills or changes, by the step that has just done it. A table read
+# before autovacuum got to it is planned on what it held before the step: the facts phase's binding
+# of assertions to entities, planned while the planner still believed no mention had an entity,
+# read every mention for each assertion (over 300 s at 10,000 notes, for seconds of work).
 FILLED_BY = {
     "pipeline": ("documents", "versions", "chunks", "claims", "stage_work"),
     "normalize": ("assertions", "mentions", "claims"),
-    "resolve": ("mentions", "entities", "entity_aliases", "assertions"),
+    "resolve": ("mentions", "entities", "entity_aliases"),
+    "bind": ("assertions",),
     "adjudicate": ("facts", "fact_evidence", "fact_decisions", "assertions"),
 }
 
 
-def refresh_statistics(conn: psycopg.Connection, step: str) -> None:
-    """ANALYZE what `step` filled (`FILLED_BY`), so the next step's statements are planned on
-    what the tables hold."""
-    for table in FILLED_BY[step]:
+# A table is analysed again once this share of its rows changed since its last analysis (and at
+# least `_STALE_ROWS`): autovacuum's own rule, applied at once, so that a small run (the server's
+# micro-batches) analyses nothing.
+_STALE_SHARE, _STALE_ROWS = 0.1, 1000
+
+
+def refresh_statistics(conn: psycopg.Connection, step: str, changed: int | None = None) -> list[str]:
+    """ANALYZE what `step` filled (`FILLED_BY`) where it changed enough to mislead the planner,
+    so the next step's statements are planned on what the tables hold; return those analysed.
+
+    `changed`: the rows the step wrote, as it counted them. Without it, PostgreSQL's own count of
+    changes since the last analysis decides; a backend reports its changes up to seconds after
+    it committed, so a step that has just written says how much."""
+    tables = list(FILLED_BY[step])
+    if changed is None:
+        stale = [r[0] for r in conn.execute(
+            "SELECT relname FROM pg_stat_user_tables WHERE relname = ANY(%s) AND schemaname = 'public'"
+            " AND n_mod_since_analyze > %s * n_live_tup + %s ORDER BY relname", (tables, _STALE_SHARE, _STALE_ROWS))]
+    else:
+        stale = [r[0] for r in conn.execute(
+            "SELECT relname FROM pg_class WHERE relname = ANY(%s) AND relnamespace = 'public'::regnamespace"
+            " AND %s > %s * greatest(reltuples, 0) + %s ORDER BY relname", (tables, changed, _STALE_SHARE, _STALE_ROWS))]
+    for table in stale:
         conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
+    return stale
 
 
 def drop_vector_indexes_if_empty(conn: psycopg.Connection) -> list[str]:

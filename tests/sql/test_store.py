@@ -63,3 +63,19 @@ def test_a_memory_keeps_the_execution_its_vectors_were_made_with(memory):
     other = resolve_model(DEFAULT_MODEL, "torch" if "@" in made.pin else "onnx-int8").pin
     with pytest.raises(store.StoreError, match="CORPUSMEM_EMBEDDING_EXECUTION=auto"):
         store.open_store(memory, embedding_model=other, embedding_dim=384, build_revision="a")
+
+
+def test_a_step_that_changed_enough_of_a_table_has_it_analysed_and_a_small_one_does_not(memory, monkeypatch):
+    monkeypatch.setitem(store.FILLED_BY, "scratch_step", ("scratch_stats",))
+    with store.connect(memory.dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE scratch_stats (n int)")
+        try:
+            conn.execute("INSERT INTO scratch_stats SELECT generate_series(1, 600)")
+            assert store.refresh_statistics(conn, "scratch_step", changed=600) == []   # a micro-batch
+            conn.execute("INSERT INTO scratch_stats SELECT generate_series(1, 5000)")
+            assert store.refresh_statistics(conn, "scratch_step", changed=5000) == ["scratch_stats"]
+            assert conn.execute("SELECT reltuples FROM pg_class WHERE relname = 'scratch_stats'").fetchone()[0] == 5600
+            # analysed at 5,600 rows: 1,100 changed is under a tenth of them plus the floor (1,560)
+            assert store.refresh_statistics(conn, "scratch_step", changed=1100) == []
+        finally:
+            conn.execute("DROP TABLE scratch_stats")
