@@ -5,14 +5,14 @@ on a CPU with AVX-512 BF16 it ran at about 2× fp32 torch, its vectors at cosine
 (LoCoMo's turns and chunks). Those are other vectors, so the execution is pinned with the model
 (`model@torch-bf16`).
 
-A padded batch rounds differently with its batch-mates (components moved by up to 1e-3), so texts
-are encoded in groups of exactly the same token count: no padding, and a text's vector is the same
-bytes alone or in any batch, in any order (measured; `tests/actors/test_embedding_execution.py`).
+A batch rounds differently with its batch-mates: padded, components moved by up to 1e-3, and on
+a CPU that computes bfloat16 natively (an Intel Xeon with AVX-512 BF16) even a batch of texts of
+one token count gave other bytes than each text alone. So every text is encoded alone, as the
+ONNX executions do: its vector is the same bytes whatever was encoded beside it
+(`tests/actors/test_embedding_execution.py`).
 """
 
 from __future__ import annotations
-
-from collections import defaultdict
 
 import numpy as np
 
@@ -30,8 +30,8 @@ def native() -> bool:
 
 
 class Bf16Embedder:
-    """`encode` as sentence-transformers' (the arguments the project uses), in bfloat16 by exact
-    token length. Built on a SentenceTransformer loaded on the CPU."""
+    """`encode` as sentence-transformers' (the arguments the project uses), in bfloat16, a text at
+    a time. Built on a SentenceTransformer loaded on the CPU."""
 
     batch_invariant = True
 
@@ -46,23 +46,15 @@ class Bf16Embedder:
 
     def encode(self, texts, batch_size: int = 32, convert_to_numpy: bool = True,
                normalize_embeddings: bool = False, show_progress_bar: bool = False) -> np.ndarray:
+        """`batch_size` is accepted for sentence-transformers' signature and not used: one pass a text."""
         import torch
 
         single = isinstance(texts, str)
         texts = [texts] if single else list(texts)
         out = np.zeros((len(texts), self.get_sentence_embedding_dimension()), dtype=np.float32)
-        if texts:
-            # the token counts as the model's own preprocessing makes them (stripped, truncated)
-            counts = self._model.preprocess(texts)["attention_mask"].sum(dim=1).tolist()
-            groups: dict[int, list[int]] = defaultdict(list)
-            for i, count in enumerate(counts):
-                groups[count].append(i)
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                for members in groups.values():
-                    for start in range(0, len(members), batch_size):
-                        part = members[start:start + batch_size]
-                        out[part] = self._model.encode([texts[i] for i in part], batch_size=len(part),
-                                                       convert_to_numpy=True, show_progress_bar=False)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            for i, text in enumerate(texts):
+                out[i] = self._model.encode([text], batch_size=1, convert_to_numpy=True, show_progress_bar=False)[0]
         if normalize_embeddings:
             out /= np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
         return out[0] if single else out

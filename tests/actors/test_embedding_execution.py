@@ -173,8 +173,9 @@ def test_a_texts_vector_never_depends_on_the_texts_encoded_beside_it(cache):
 
 
 def test_bfloat16_vectors_never_depend_on_the_texts_encoded_beside_them():
-    """A padded bfloat16 batch rounds with its batch-mates; grouped by exact token count, a text's
-    vector is the same bytes alone and in any batch, whatever the batch-mates and their order."""
+    """A bfloat16 batch rounds with its batch-mates (even texts of one token count, where the CPU
+    computes bfloat16 natively); encoded alone, a text's vector is the same bytes whatever the
+    batch size, the batch-mates and their order."""
     model = load_model(resolve_model(DEFAULT_MODEL, "torch-bf16"), "cpu", threads=1)
     assert model.batch_invariant
     # texts of one token count, so that some batches really hold several texts
