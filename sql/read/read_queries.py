@@ -32,10 +32,16 @@ _SERVABLE = {
 
 def servable(kind: str, alias: str, column: str | None = None) -> str:
     """The condition that the row `alias` (by its `column`, else by the kind's key columns) is
-    servable as a `kind`: a semi-join on the deciding view."""
+    servable as a `kind`: the deciding view asked about that row alone.
+
+    `OFFSET 0` keeps the question a correlated subplan, run for each row with the row's key
+    pushed into the view's indexes. As a semi-join (`IN`, or `EXISTS` without the fence) the
+    planner, which misjudges how many rows the views hold, computed the whole view first: 847 ms
+    to confirm 200 nominated facts of a memory of 29,151, against 6.8 ms asked one by one."""
     key, view = _SERVABLE[kind]
-    columns = ", ".join(f"{alias}.{c.strip()}" for c in (column or key).split(","))
-    return f"({columns}) IN (SELECT {key} FROM {view})"
+    columns = [c.strip() for c in (column or key).split(",")]
+    match = " AND ".join(f"s.{k.strip()} = {alias}.{c}" for k, c in zip(key.split(","), columns, strict=True))
+    return f"EXISTS (SELECT 1 FROM {view} s WHERE {match} OFFSET 0)"
 
 
 def ocr_citation(alias: str) -> str:

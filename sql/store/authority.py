@@ -163,6 +163,8 @@ def pin_deployment(conn: psycopg.Connection, *, embedding_model: str, embedding_
             conn.execute(
                 "INSERT INTO deployment (deployment_id, build_revision, embedding_model, embedding_dim)"
                 " VALUES (%s, %s, %s, %s)", row)
+            # Every servability view joins this one row: never analysed, it is planned as 670 rows.
+            conn.execute("ANALYZE deployment")
         elif (row[2], row[3]) != (embedding_model, embedding_dim):
             raise StoreError(
                 f"this memory's vectors come from embedding model {row[2]!r} ({row[3]} dimensions); "
