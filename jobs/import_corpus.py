@@ -91,8 +91,7 @@ def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmP
         reading = options.documents.take(run, owner)
         progress = Progress(report, reading.total, enabled=options.progress)
         if reading.total != 0:
-            progress.follow(pipeline(run, reading.dataset(), ingested=reading.ingested, names=reading.names,
-                                     total=reading.total))
+            progress.follow(pipeline(run, reading.dataset(), ingested=reading.ingested, names=reading.names))
         if llm is not None:   # what its stages left, or the whole extraction where they are not in the pipeline
             report.add_llm_pass(extract_llm.run(run, llm, embedding, streamed=pipeline.extraction is not None))
         progress.close()

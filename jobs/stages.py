@@ -44,8 +44,6 @@ TASK_CPUS = 0.25
 # on the first documents; on two cores that only made the stages take turns (LoCoMo development
 # set: embed busy 24–25 s became 28–37 s, the import 0.23–0.26 of its floor became 0.23–0.24).
 _EMBED_BATCH_DOCS = 128
-# Documents from which a run's CPU embedder is an actor of its own (`DocumentStages._embed`).
-ACTOR_EMBEDDER_DOCS = 200
 
 
 @dataclass(frozen=True)
@@ -62,6 +60,8 @@ class Stage:
     actors: int | None = None
     resident: int | None = None
     tasks: int | None = None   # a function's tasks at once (None: as many as its CPUs allow)
+    # a resident class's tasks run in worker processes of their own (`own_workers`)
+    own_workers: bool = False
     num_cpus: float | None = None
     num_gpus: float | None = None
     batch_format: str = "pyarrow"
@@ -84,6 +84,8 @@ class Stage:
             kwargs["num_gpus"] = self.num_gpus
         if self.num_cpus is not None:
             kwargs["num_cpus"] = self.num_cpus
+        if self.own_workers:
+            kwargs["runtime_env"] = own_workers(self.fn.__name__)
         return kwargs
 
     def udf(self) -> Callable[..., Any]:
@@ -92,6 +94,17 @@ class Stage:
 
     def __call__(self, ds):
         return ds.map_batches(self.udf(), **self.map_batches_kwargs())
+
+
+def own_workers(stage: str) -> dict[str, Any]:
+    """A runtime environment that only this stage's tasks ask for. Ray gives a task a worker
+    process of its runtime environment, so a resident stage that runs one task at a time finds its
+    instance (a model, the run's cache of what it encoded) in the same process at every batch and
+    every run, where any free worker would do otherwise: at 600 notes a resident embedder's
+    batches went to two processes, each loading the model and caching apart, and 754 claim texts
+    were encoded twice. (An actor pool would hold one process too, but Ray Data's actors print
+    an error line of Ray's own at every run, ray-project/ray#57733.)"""
+    return {"env_vars": {"CORPUSMEM_STAGE": stage}}
 
 
 def apply(stages: Sequence[Callable[[Any], Any]], ds):
@@ -229,17 +242,14 @@ class DocumentStages:
         convert = convert or ConvertOptions(target_chars=target_chars)
         return cls(target_chars, extractor, version, embedding, workers, ocr, describe, extraction, convert)
 
-    def __call__(self, run: Run, documents, *, ingested: bool, names: Sequence[str] | None = None,
-                 total: int | None = None):
+    def __call__(self, run: Run, documents, *, ingested: bool, names: Sequence[str] | None = None):
         """A source's `documents` through the stages (lazily: nothing runs until they are read)."""
-        return apply(self.stages(run, ingested=ingested, names=names, total=total), documents)
+        return apply(self.stages(run, ingested=ingested, names=names), documents)
 
-    def stages(self, run: Run, *, ingested: bool, names: Sequence[str] | None = None,
-               total: int | None = None) -> list[Callable[[Any], Any]]:
+    def stages(self, run: Run, *, ingested: bool, names: Sequence[str] | None = None) -> list[Callable[[Any], Any]]:
         """`ingested`: the rows are versions already in the authority; `names`: the file names
-        the source lists, where it does (`Reading.names`); `total`: the documents expected,
-        where the source knows (`Reading.total`). A run with OCR has the OCR stage unless none
-        of the names can need it: one task and its pass over every batch fewer."""
+        the source lists, where it does (`Reading.names`). A run with OCR has the OCR stage unless
+        none of the names can need it: one task and its pass over every batch fewer."""
         b, embedding = run.batch_size, self.embedding
         # images stay routable in a run with OCR, whether or not this source holds any
         routes = dataclasses.replace(self.convert.routes, ocr=self.ocr is not None)
@@ -256,28 +266,22 @@ class DocumentStages:
             Stage(documents.chunk, b, fn_kwargs={"target_chars": self.target_chars}, num_cpus=TASK_CPUS,
                   tasks=run.tasks),
             *([self._extract(run)] if self.extractor is not None else []),
-            self._embed(run, total),
+            self._embed(run),
             Stage(Write, b, fn_constructor_kwargs={"dsn": run.dsn, "object_store": run.object_store,
                                                    "run_id": run.run_id, "extractor": self.extractor_version,
                                                    "retry": run.retry}, resident=1, num_cpus=DB_STAGE_CPUS),
             *(self.extraction(run) if self.extraction is not None else []),
         ]
 
-    def _embed(self, run: Run, total: int | None) -> Stage:
-        """On a GPU an actor holds its device for the run. On CPUs the embedder is an actor of a
-        run of `ACTOR_EMBEDDER_DOCS` documents or more, and else resident (kept for the next run,
-        as the processor's micro-batches want): a resident task's batches go to whichever worker
-        process is free, and at 600 notes two processes each loaded the model and kept a cache of
-        its own, so 754 claim texts were encoded twice. An actor is one process for the run."""
+    def _embed(self, run: Run) -> Stage:
+        """On a GPU an actor holds its device for the run. On CPUs the embedder is resident in
+        worker processes of its own (`own_workers`): the model stays loaded for the next run, as
+        the processor's micro-batches want, and a run's batches all reach the one instance."""
         e = self.embedding
         kwargs = {"model": e.model, "device": e.device, "batch_size": e.batch_size, "threads": e.threads,
                   "run_id": run.run_id}
-        if e.gpu:
-            placed: dict[str, Any] = {"actors": self.workers, "num_gpus": 1}
-        elif total is not None and total >= ACTOR_EMBEDDER_DOCS:
-            placed = {"actors": self.workers, "num_cpus": embedder_cpus(self.workers)}
-        else:
-            placed = {"resident": self.workers, "num_cpus": embedder_cpus(self.workers)}
+        placed: dict[str, Any] = ({"actors": self.workers, "num_gpus": 1} if e.gpu else
+                                  {"resident": self.workers, "num_cpus": embedder_cpus(self.workers), "own_workers": True})
         return Stage(Embed, max(run.batch_size, _EMBED_BATCH_DOCS), fn_constructor_kwargs=kwargs, **placed)
 
     def _extract(self, run: Run) -> Stage:

@@ -97,25 +97,6 @@ def test_the_pure_stages_and_the_rules_run_as_many_tasks_as_the_cluster_has_cpus
     assert pure_tasks({"CPU": 2.0}) == 2 and pure_tasks({}) == 1
 
 
-def test_a_large_run_embeds_on_cpus_in_an_actor_of_its_own(monkeypatch) -> None:
-    from jobs import stages as stages_mod
-
-    monkeypatch.setattr(stages_mod, "embedder_cpus", lambda workers: 0.5)
-    cpu = Embedding(ModelRef("m", "/models/m", execution="onnx-int8"), gpu=False, device="cpu", batch_size=32,
-                    threads=1)
-
-    def embed(total: int | None) -> dict:
-        [stage] = [s for s in DocumentStages.of(ExtractorConfig(), cpu, workers=1, target_chars=800).stages(
-            _RUN, ingested=False, total=total) if s.fn.__name__ == "Embed"]
-        return stage.map_batches_kwargs()
-
-    large = embed(stages_mod.ACTOR_EMBEDDER_DOCS)
-    assert (type(large["compute"]).__name__, large["compute"].max_size, large["num_cpus"]) == (
-        "ActorPoolStrategy", 1, 0.5)
-    assert type(embed(stages_mod.ACTOR_EMBEDDER_DOCS - 1)["compute"]).__name__ == "TaskPoolStrategy"
-    assert type(embed(None)["compute"]).__name__ == "TaskPoolStrategy"
-
-
 def test_on_cpus_the_embedder_is_resident_and_on_a_gpu_an_actor_per_device(monkeypatch) -> None:
     from jobs import stages as stages_mod
 
@@ -126,8 +107,10 @@ def test_on_cpus_the_embedder_is_resident_and_on_a_gpu_an_actor_per_device(monke
         _RUN, ingested=False) if s.fn.__name__ == "Embed"]
     kwargs = embed.map_batches_kwargs()
     assert (type(kwargs["compute"]).__name__, kwargs["compute"].size, kwargs["num_cpus"]) == ("TaskPoolStrategy", 2, 0.5)
-    # each run's instance is its own (its cache of texts encoded), the model stays loaded in the process
+    # each run's instance is its own (its cache of texts encoded), the model stays loaded in the process,
+    # and its tasks ask for a runtime environment of their own: one worker process holds the model
     assert embed.fn_constructor_kwargs["run_id"] == _RUN.run_id and embed.udf().__name__ == "Embed"
+    assert kwargs["runtime_env"] == {"env_vars": {"CORPUSMEM_STAGE": "Embed"}}
 
 
 def test_an_onnx_execution_embeds_on_cpu_even_beside_a_gpu() -> None:
