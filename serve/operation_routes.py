@@ -8,7 +8,7 @@ snapshot of the `retrieval` pool.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import psycopg
 from fastapi import APIRouter, Body, HTTPException, Response
@@ -22,9 +22,12 @@ from serve.retrieval import facts as facts_retrieval
 
 
 class TimeArg(BaseModel):
+    """A time question's instants, parsed; which modes there are and what each needs is
+    `facts_retrieval.MODE_INSTANTS`, checked by `TimeQuery`."""
+
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    mode: Literal["current", "at", "overlap", "history"] = "current"
+    mode: str = "current"
     at: datetime | None = None
     from_: datetime | None = Field(default=None, alias="from")
     to: datetime | None = None

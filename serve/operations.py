@@ -14,6 +14,7 @@ import jsonschema
 from fastapi import HTTPException
 
 from serve import models as m
+from serve.retrieval.facts import MODE_INSTANTS
 
 # What `GET /deployment` advertises; `remember mcp` lists a tool only when its version matches.
 TOOL_VERSIONS = {"ingest": 1, "pipeline_readiness": 1, "delete_document": 1, "resolve_entity": 1,
@@ -23,14 +24,9 @@ TOOL_VERSIONS = {"ingest": 1, "pipeline_readiness": 1, "delete_document": 1, "re
 
 _UUIDS = {"type": "array", "items": {"type": "string", "format": "uuid"}, "uniqueItems": True, "minItems": 1}
 _INSTANT = {"type": "string", "format": "date-time"}
-TIME = {"oneOf": [
-    {"type": "object", "properties": {"mode": {"const": "current"}}, "required": ["mode"], "additionalProperties": False},
-    {"type": "object", "properties": {"mode": {"const": "at"}, "at": _INSTANT}, "required": ["mode", "at"],
-     "additionalProperties": False},
-    {"type": "object", "properties": {"mode": {"const": "overlap"}, "from": _INSTANT, "to": _INSTANT},
-     "required": ["mode", "from", "to"], "additionalProperties": False},
-    {"type": "object", "properties": {"mode": {"const": "history"}}, "required": ["mode"], "additionalProperties": False},
-]}
+TIME = {"oneOf": [{"type": "object", "properties": {"mode": {"const": mode}, **dict.fromkeys(instants, _INSTANT)},
+                   "required": ["mode", *instants], "additionalProperties": False}
+                  for mode, instants in MODE_INSTANTS.items()]}
 _QUERY = {"type": "string", "minLength": 1, "maxLength": 8192}
 _HOPS = {"type": "integer", "minimum": 1, "maximum": 2, "default": 1}
 _PREDICATE = {"type": "string", "minLength": 1, "maxLength": 200}

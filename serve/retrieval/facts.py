@@ -18,7 +18,12 @@ from serve.retrieval import fusion
 from sql.read import facts_queries, read_queries
 from sql.read.read_queries import Conn
 
-MODES = ("current", "at", "overlap", "history")
+# The time modes and the instants each is asked with, as the API names them: the one statement of
+# the modes, from which the operations' JSON Schema (`serve/operations.py::TIME`) is built and by
+# which `TimeQuery` checks a question however it arrived.
+MODE_INSTANTS: dict[str, tuple[str, ...]] = {"current": (), "at": ("at",), "overlap": ("from", "to"), "history": ()}
+MODES = tuple(MODE_INSTANTS)
+_FIELDS = {"at": "at", "from": "start", "to": "end"}   # the API's names → TimeQuery's
 CO_MEMBERS_INLINE = 25
 
 
@@ -36,9 +41,8 @@ class TimeQuery:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise BadTimeQuery(f"time mode must be one of {', '.join(MODES)}, not {self.mode!r}")
-        needed = {"at": ("at",), "overlap": ("start", "end")}.get(self.mode, ())
-        for name in needed:
-            if getattr(self, name) is None:
+        for name in MODE_INSTANTS[self.mode]:
+            if getattr(self, _FIELDS[name]) is None:
                 raise BadTimeQuery(f"time mode {self.mode!r} needs {name!r}")
         for name in ("at", "start", "end"):
             value = getattr(self, name)
