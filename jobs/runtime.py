@@ -306,7 +306,32 @@ def served_ray() -> ServedRay | None:
         if environ.get(_SERVER_MARK) == "1":
             auth = {k: environ[k] for k in _AUTH_VARIABLES if k in environ}
             found.append((info["create_time"], ServedRay(flags["--gcs-address"], auth)))
-    return max(found, key=lambda f: f[0])[1] if found else None
+    for _, served in sorted(found, key=lambda f: -f[0]):
+        if gcs_answers(served.address):
+            return served
+        # `ray.init` would wait minutes on it, deaf to signals while it does
+        print(f"ray: the Ray of a running `corpusmem serve` at {served.address} does not answer (its GCS is "
+              f"gone or hung); this command starts a Ray of its own", file=sys.stderr, flush=True)
+    return None
+
+
+# How long a server's Ray may take to answer before a command starts a Ray of its own.
+GCS_ANSWER_S = 2.0
+
+
+def gcs_answers(address: str, timeout: float = GCS_ANSWER_S) -> bool:
+    """Whether the GCS at `address` (host:port) completes a gRPC connection within `timeout`: a
+    killed GCS refuses it, a hung one never answers the handshake."""
+    import grpc
+
+    channel = grpc.insecure_channel(address)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=timeout)
+        return True
+    except grpc.FutureTimeoutError:
+        return False
+    finally:
+        channel.close()
 
 
 def quiet_console() -> None:

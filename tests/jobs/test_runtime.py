@@ -60,3 +60,26 @@ def test_a_started_ray_keeps_the_workers_of_the_last_run_after_they_fall_idle(ra
     time.sleep(3)   # idle for longer than Ray's one second
     again = run("again")
     assert again == first, f"{len(first - again)} of the run's 6 workers were ended while idle"
+
+
+def test_a_gcs_answers_when_it_speaks_grpc_and_not_when_it_is_gone_or_hung():
+    from concurrent.futures import ThreadPoolExecutor
+
+    import grpc
+
+    server = grpc.server(ThreadPoolExecutor(1))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        assert runtime.gcs_answers(f"127.0.0.1:{port}", timeout=5)
+    finally:
+        server.stop(None)
+    # gone: the port refuses; hung: it accepts and never answers the handshake
+    hung = socket.create_server(("127.0.0.1", 0))
+    try:
+        for address in (f"127.0.0.1:{port}", f"127.0.0.1:{hung.getsockname()[1]}"):
+            started = time.monotonic()
+            assert not runtime.gcs_answers(address, timeout=1.0)
+            assert time.monotonic() - started < 3
+    finally:
+        hung.close()
