@@ -183,17 +183,19 @@ def test_two_facts_phases_at_once_decide_each_mention_and_assertion_once(example
         except Exception as err:  # reported below, with the other phase's outcome
             errors.append(err)
 
-    # The first decider to record a decision waits on this lock until the other phase's decider
-    # has reached the same entity too: without the entity's lock, both would have read its
-    # pending assertions and both would decide them.
+    # The first decider to record a decision waits on this lock (a relation lock) until the other
+    # phase's decider has reached the same entity too and waits on that entity's lock (advisory):
+    # without it, both would have read its pending assertions and both would decide them. Each
+    # phase runs a shard per CPU, so other deciders may wait beside these two.
     gate = psycopg.connect(memory.dsn)
     gate.execute("LOCK TABLE fact_decisions IN SHARE MODE")
     threads = [threading.Thread(target=phase, args=(r,)) for r in phase_runs]
     try:
         for t in threads:
             t.start()
-        wait_for(lambda: rows(memory, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                                       " AND wait_event_type = 'Lock'")[0][0] == 2,
+        wait_for(lambda: rows(memory, "SELECT count(*) FILTER (WHERE wait_event = 'relation') > 0 AND"
+                                       " count(*) FILTER (WHERE wait_event = 'advisory') > 0 FROM pg_stat_activity"
+                                       " WHERE datname = current_database() AND wait_event_type = 'Lock'")[0][0],
                   300, "both phases' deciders to reach the first entity")
     finally:
         gate.rollback()
