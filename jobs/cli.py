@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         from sql.write.reconcile import UnknownDocument
 
         if isinstance(err, (StoreError, ModelNotFound, DocumentNotFound, ExtractorUnavailable, BadTimeQuery,
-                            UnknownDocument, StoreUnavailable)):
+                            UnknownDocument, StoreUnavailable, runtime.RayUnreachable)):
             print(f"corpusmem: {err}", file=sys.stderr)
             return 2
         raise

@@ -181,6 +181,12 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str |
         if job_name and not submitted:
             job_config = ray.job_config.JobConfig(metadata={"job_name": job_name})
             _job_name = job_name
+        if address not in (None, "local", "auto") and "://" not in address and not submitted \
+                and not gcs_answers(address, timeout=NAMED_GCS_ANSWER_S):
+            # `ray.init` would wait minutes on it, deaf to signals while it does
+            raise RayUnreachable(f"the Ray at RAY_ADDRESS={address} does not answer (no GCS completed a "
+                                 f"connection within {NAMED_GCS_ANSWER_S:.0f} s): start it, or unset RAY_ADDRESS "
+                                 "to use a Ray on this machine")
         address = address or (joined.address if joined else None)
         if serves:
             os.environ[_SERVER_MARK] = "1"   # inherited by the raylet this process may start
@@ -315,8 +321,14 @@ def served_ray() -> ServedRay | None:
     return None
 
 
-# How long a server's Ray may take to answer before a command starts a Ray of its own.
+# How long a server's Ray may take to answer before a command starts a Ray of its own, and a Ray
+# named by RAY_ADDRESS (perhaps across a network) before a command stops with `RayUnreachable`.
 GCS_ANSWER_S = 2.0
+NAMED_GCS_ANSWER_S = 10.0
+
+
+class RayUnreachable(RuntimeError):
+    """The Ray that RAY_ADDRESS names does not answer."""
 
 
 def gcs_answers(address: str, timeout: float = GCS_ANSWER_S) -> bool:

@@ -4,13 +4,18 @@ starts keeps."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from jobs import runtime
+from tests.support.paths import ROOT
 
 
 def test_a_named_port_is_free_outside_the_kernels_own_picks_and_never_named_twice():
@@ -83,3 +88,47 @@ def test_a_gcs_answers_when_it_speaks_grpc_and_not_when_it_is_gone_or_hung():
             assert time.monotonic() - started < 3
     finally:
         hung.close()
+
+
+def _import_named(address: str, tmp_path: Path) -> subprocess.Popen:
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "a.md").write_text("Ada works on the ledger team.\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "CORPUSMEM_"))}
+    return subprocess.Popen([sys.executable, "-m", "jobs.cli", "import", "--no-progress", str(tmp_path / "corpus")],
+                            cwd=ROOT, env=env | {"RAY_ADDRESS": address, "CORPUSMEM_HOME": str(tmp_path / "home")},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+@pytest.mark.integration
+def test_a_command_given_the_address_of_a_ray_that_does_not_answer_stops_with_a_clear_error(tmp_path):
+    hung = socket.create_server(("127.0.0.1", 0))   # accepts, and never answers gRPC's handshake
+    try:
+        address = f"127.0.0.1:{hung.getsockname()[1]}"
+        started = time.monotonic()
+        out, err = _import_named(address, tmp_path).communicate(timeout=120)
+        took = time.monotonic() - started
+    finally:
+        hung.close()
+    assert f"the Ray at RAY_ADDRESS={address} does not answer" in err, err[-2000:]
+    assert "Traceback" not in err, err[-2000:]
+    assert took < runtime.NAMED_GCS_ANSWER_S + 60, took
+
+
+@pytest.mark.integration
+def test_a_signal_while_a_command_waits_on_a_named_ray_stops_it_at_once(tmp_path):
+    hung = socket.create_server(("127.0.0.1", 0))
+    try:
+        command = _import_named(f"127.0.0.1:{hung.getsockname()[1]}", tmp_path)
+        deadline = time.monotonic() + 60
+        # the command is at the handshake once it holds a connection to the port
+        while not any(c.raddr and c.raddr[1] == hung.getsockname()[1] for c in psutil.Process(command.pid).net_connections()):
+            assert command.poll() is None and time.monotonic() < deadline, command.communicate()[1][-2000:]
+            time.sleep(0.05)
+        started = time.monotonic()
+        command.send_signal(signal.SIGTERM)
+        code = command.wait(timeout=10)
+        took = time.monotonic() - started
+    finally:
+        hung.close()
+    assert code == 128 + signal.SIGTERM, command.communicate()[1][-2000:]
+    assert took < 5, took
