@@ -101,6 +101,9 @@ def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmP
         report.status = "succeeded"
     except (shutdown.Interrupted, KeyboardInterrupt):
         report.status = "interrupted"   # stopped by a signal, not by a fault: a re-run resumes it
+        if runtime.server_stopping():
+            print("corpusmem: the `corpusmem serve` whose Ray this import joined is stopping: the run is recorded "
+                  "interrupted, and running the import again resumes it", file=sys.stderr, flush=True)
         raise
     finally:
         _finish(owner, report, progress, started=started, started_at=started_at, pipeline_started=pipeline_started)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -438,21 +439,82 @@ def placements(since: float) -> dict[str, dict[str, int]]:
     return out
 
 
+def interrupt_joined(timeout: float) -> list[int]:
+    """SIGINT to the other drivers on this machine of the Ray this process started (the commands
+    that joined a server's Ray, `served_ray`), and wait up to `timeout` seconds for them to exit;
+    the pids of those that were asked.
+
+    Without it, a command that joined dies with the Ray under it, its core worker ending the
+    process without a word or a run record. Asked first, it stops as after a Ctrl-C: its run is
+    recorded interrupted, a re-run resumes it; `server_stopping` tells it why."""
+    import psutil
+    from ray._private import state
+    from ray.experimental import internal_kv
+
+    import ray
+
+    try:
+        # asked of a GCS that is gone, Ray would retry for a minute
+        if not gcs_answers(ray.get_runtime_context().gcs_address, timeout=1.0):
+            return []
+        drivers = state.jobs()
+        internal_kv._internal_kv_put(_SERVER_STOPPING, b"1", overwrite=True)
+    except Exception:   # a Ray already broken: there is nothing to ask it, nor anyone to warn through it
+        return []
+    asked = []
+    for job in drivers:
+        pid = int(job.get("DriverPid") or 0)
+        if job.get("IsDead") or pid in (0, os.getpid()):
+            continue
+        try:
+            proc = psutil.Process(pid)
+            if proc.uids().real != os.getuid():
+                continue
+            proc.send_signal(signal.SIGINT)
+            asked.append(proc)
+        except psutil.Error:
+            continue   # gone, or not this user's
+    if asked:
+        print(f"ray: stopping {len(asked)} command(s) that joined this server's Ray: "
+              f"{', '.join(str(p.pid) for p in asked)}", file=sys.stderr, flush=True)
+        psutil.wait_procs(asked, timeout=timeout)
+    return [proc.pid for proc in asked]
+
+
+# Set in the Ray of a `corpusmem serve` that is stopping, before it interrupts the commands that joined it.
+_SERVER_STOPPING = b"corpusmem:server-stopping"
+
+
+def server_stopping() -> bool:
+    """Whether the Ray this process joined belongs to a `corpusmem serve` that is stopping."""
+    import ray
+    from ray.experimental import internal_kv
+
+    try:
+        return ray.is_initialized() and internal_kv._internal_kv_get(_SERVER_STOPPING) == b"1"
+    except Exception:   # that Ray is already gone
+        return False
+
+
 def started_ray() -> bool:
     """Whether this process started the Ray it is connected to, rather than joining a cluster
     (a `ray start` or `RAY_ADDRESS` one): then the raylet is a child of this process."""
-    import psutil
     import ray
 
-    if not ray.is_initialized():
-        return False
+    return ray.is_initialized() and own_raylet() is not None
+
+
+def own_raylet():
+    """The raylet this process started (a psutil.Process), or None."""
+    import psutil
+
     for child in psutil.Process().children():
         try:
             if child.name() == "raylet":
-                return True
+                return child
         except psutil.Error:
             continue  # a child that just exited
-    return False
+    return None
 
 
 def alive_nodes() -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 
@@ -21,7 +22,7 @@ def start(settings: Settings, host: str, port: int) -> str:
 
     from actors.embedder import model_dimension
     from serve import admission, auth
-    from serve.deployment import APP_NAME, application
+    from serve.deployment import APP_NAME, HEALTH_CHECK_PERIOD_S, application
     from serve.replica import DeploymentInfo
     from sql.store import authority as store
     from sql.write import reconcile
@@ -34,6 +35,8 @@ def start(settings: Settings, host: str, port: int) -> str:
         origins = auth.parse_origins(settings.cors_origins)
     except (auth.CredentialError, auth.OriginError) as err:
         raise SettingsError(f"invalid setting: {err}") from None
+    # read by Serve's controller in the Ray this process starts
+    os.environ.setdefault("RAY_SERVE_PROXY_HEALTH_CHECK_PERIOD_S", str(HEALTH_CHECK_PERIOD_S))
     resources = runtime.init_ray(quiet=True, job_name="corpusmem serve", serves=True)
     runtime.check_shared(settings)
     model = runtime.embedding_model(settings, store.resolve_dsn(settings), gpu=resources.get("GPU", 0) >= 1)
@@ -65,9 +68,10 @@ def start(settings: Settings, host: str, port: int) -> str:
 
 
 def main(settings: Settings, args: argparse.Namespace) -> int:
-    """Serve until SIGINT or SIGTERM, then stop within `shutdown.GRACE_S`: the processor, Serve,
-    the local Ray this process started, its hold on the embedded PostgreSQL. Exit 0 on such a
-    stop; a signal that comes while it is still starting ends it with 128 + the signal.
+    """Serve until SIGINT or SIGTERM, then stop within `shutdown.GRACE_S`: the commands that
+    joined the local Ray this process started, the processor, Serve, that Ray, its hold on the
+    embedded PostgreSQL. Exit 0 on such a stop; a signal that comes while it is still starting
+    ends it with 128 + the signal; the end of that Ray's raylet stops it with exit 1.
 
     What still calls into Ray when it shuts down (the processor in a micro-batch, Serve stopping
     on a cluster) would make Ray end the process on the spot, so past their share of the time
@@ -84,16 +88,39 @@ def main(settings: Settings, args: argparse.Namespace) -> int:
         processor = threading.Thread(target=process.drain, args=(settings, stopping), name="processor",
                                      daemon=True)
         processor.start()
+        if raylet := runtime.own_raylet():
+            threading.Thread(target=_watch, args=(raylet, stopping), name="raylet-watch", daemon=True).start()
         shutdown.wait()
+        if raylet is not None:
+            # the commands that joined this Ray stop as after a Ctrl-C, while it and the database are still there
+            runtime.interrupt_joined(timeout=shutdown.remaining() / 2)
         # A micro-batch the processor is in ends while Ray and the database are still there.
         processor.join(timeout=shutdown.remaining() / 2)
         if processor.is_alive():
             shutdown.end_now("the processor is still in a micro-batch")
-        if not runtime.started_ray() and not _stop_serve():
+        if raylet is None and not _stop_serve():
             shutdown.end_now("Serve is still stopping on the cluster")
     finally:
         shutdown.finish()
     return 0
+
+
+def _watch(raylet, stopping: threading.Event) -> None:
+    """Stop the server, with exit 1 and a clear error, once the raylet of the Ray it started has
+    ended: its proxy and replicas end with it, and the read API would take requests and never
+    answer them. (Serve restarts a proxy or a replica that ends, and a lost GCS leaves the
+    requests answered.)"""
+    import psutil
+
+    while not stopping.wait(1.0):
+        try:
+            alive = raylet.is_running() and raylet.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            alive = False
+        if not alive:
+            shutdown.request(f"Ray's raylet (pid {raylet.pid}) ended, and the read API cannot answer without it",
+                             code=1)
+            return
 
 
 def _stop_serve() -> bool:

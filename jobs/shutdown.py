@@ -81,12 +81,20 @@ def keep_signals() -> None:
 
 
 def wait() -> int:
-    """Block until the first signal; return its number."""
+    """Block until the first signal, or a `request`; return the signal's number (0 for a request)."""
     # A poll rather than `Event.wait`: the handler sets that event, and it would deadlock on the
     # event's lock if the signal arrived while this same thread held it.
-    while _state.signum is None:
+    while not _state.requested.is_set():
         time.sleep(0.2)
-    return _state.signum
+    return _state.signum or 0
+
+
+def request(why: str, code: int) -> None:
+    """Stop as a signal would, for a reason of this process's own (what it serves with has
+    failed), and end with `code`: a thread's way to end a command waiting in `wait`."""
+    if _state.requested.is_set():
+        return
+    _begin(code, f"{why}: stopping", forced=code)
 
 
 def remaining() -> float:
@@ -110,10 +118,22 @@ def finish() -> None:
     started = _tree()
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
-        _shutdown_ray(ray.shutdown)
+        if _gcs_answers(ray):
+            _shutdown_ray(ray.shutdown)
+        else:   # `ray.shutdown` would wait on it past the grace: what this process started is ended below
+            print("corpusmem: Ray's GCS does not answer: ending its processes", file=sys.stderr, flush=True)
     _reap(list({proc.pid: proc for proc in started + _tree()}.values()))
     if _state.exit_code is not None:
         _exit(_state.exit_code)
+
+
+def _gcs_answers(ray) -> bool:
+    from jobs.runtime import gcs_answers
+
+    try:
+        return gcs_answers(ray.get_runtime_context().gcs_address, timeout=1.0)
+    except Exception:   # no runtime context left to ask
+        return False
 
 
 def end_now(why: str) -> NoReturn:
@@ -144,23 +164,29 @@ def _take_signals() -> None:
 
 
 def _on_signal(signum: int, frame: object) -> None:
-    if _state.signum is not None:
+    if _state.requested.is_set():   # after a first signal, or a stop this process asked for
         _force(128 + signum, "a second signal")
     _state.signum = signum
-    _state.exit_code = 128 + signum if _state.interrupt else 0
+    _begin(128 + signum if _state.interrupt else 0,
+           f"{signal.Signals(signum).name}: stopping (a second signal stops at once)", forced=128 + signum)
+    if _state.interrupt:
+        raise Interrupted(signum)
+
+
+def _begin(code: int, message: str, *, forced: int) -> None:
+    """What the first signal or `request` starts: the grace's clock, and at its end a stop forced
+    with exit code `forced`."""
+    _state.exit_code = code
     _state.since = time.monotonic()
     _state.requested.set()
-    print(f"corpusmem: {signal.Signals(signum).name}: stopping (a second signal stops at once)",
-          file=sys.stderr, flush=True)
-    watchdog = threading.Timer(GRACE_S, _force, args=(128 + signum, f"still stopping after {GRACE_S:.0f} s"))
+    print(f"corpusmem: {message}", file=sys.stderr, flush=True)
+    watchdog = threading.Timer(GRACE_S, _force, args=(forced, f"still stopping after {GRACE_S:.0f} s"))
     watchdog.daemon = True
     watchdog.start()
     # Exit hooks run last registered first; Ray's and the embedded server's came after `install`,
     # and this process's own stop must run before them, while the database is still up.
     atexit.unregister(finish)
     atexit.register(finish)
-    if _state.interrupt:
-        raise Interrupted(signum)
 
 
 def _force(code: int, why: str) -> NoReturn:

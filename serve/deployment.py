@@ -31,10 +31,14 @@ APP_NAME = "corpusmem"
 EMBED_BATCH = 16
 EMBED_BATCH_WAIT_S = 0.010
 API_ONGOING = 64
+# Seconds between Serve's health checks of a replica (and, set by `corpusmem serve`, of its proxy):
+# one that ended is replaced after three failed checks, 6 s at this period against Serve's 30 s.
+HEALTH_CHECK_PERIOD_S = 2.0
 
 
 # A replica accepts as many questions as one batch holds (Serve's default, 5, would cap batches).
-@serve.deployment(ray_actor_options={"num_cpus": 0.5}, max_ongoing_requests=EMBED_BATCH)
+@serve.deployment(ray_actor_options={"num_cpus": 0.5}, max_ongoing_requests=EMBED_BATCH,
+                  health_check_period_s=HEALTH_CHECK_PERIOD_S)
 class QueryEmbedder:
     def __init__(self, model, device: str) -> None:
         self._device = device
@@ -107,7 +111,8 @@ class ReplicaEmbedder:
 
 # Handlers only await I/O (the embedder, PostgreSQL), so a replica takes many requests at once;
 # the connection pools, not this, bound the work that reaches PostgreSQL.
-@serve.deployment(ray_actor_options={"num_cpus": 0.25}, max_ongoing_requests=API_ONGOING)
+@serve.deployment(ray_actor_options={"num_cpus": 0.25}, max_ongoing_requests=API_ONGOING,
+                  health_check_period_s=HEALTH_CHECK_PERIOD_S)
 @serve.ingress()
 class Api:
     def __init__(self, embedder: DeploymentHandle | Any, dsn: str, info: DeploymentInfo,

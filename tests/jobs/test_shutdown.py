@@ -408,3 +408,116 @@ def test_an_import_with_keep_ray_leaves_its_ray_to_the_next_command_which_joins_
         assert raylets() == left   # joined: it neither started a Ray of its own nor stopped the kept one
     finally:
         _end_ray_in(temp)
+
+
+def test_an_import_that_joined_a_server_is_interrupted_by_its_stop_and_a_rerun_resumes_it(home: Path):
+    """The import joins the Ray of a running `corpusmem serve` (of another memory). Stopping the
+    server stops the import first, as a Ctrl-C would: it says why, exits 130 with its run recorded
+    interrupted, and a re-run (on a Ray of its own) ends with every document."""
+    port = free_port()
+    serve_log = home.parent / "serve.log"
+    with open(serve_log, "w") as log:
+        server = subprocess.Popen([sys.executable, "-m", "jobs.cli", "serve", "--port", str(port)], cwd=ROOT,
+                                  env=_env(home / "served"), stdout=log, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+    _wait_until_serving(server, port, serve_log)
+
+    imported, corpus = home / "imported", _corpus(home.parent, 300)
+    joining = {k: v for k, v in _env(imported).items() if k != "RAY_ADDRESS"}   # finds the server's Ray
+    import_log = home.parent / "import.log"
+    with open(import_log, "w") as log:
+        importer = subprocess.Popen([sys.executable, "-m", "jobs.cli", "import", "--no-progress", str(corpus)],
+                                    cwd=ROOT, env=joining, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+    _wait_for_versions(_embedded_dsn(imported / "pg"), importer, import_log)
+    assert "joined the Ray of the running `corpusmem serve`" in import_log.read_text()
+
+    code, took = _stop(server, signal.SIGTERM)
+    print(f"serve with a joined import: SIGTERM to exit {took:.1f} s")
+    assert code == 0 and took < STOP_S, f"exit {code} after {took:.1f} s:\n{_log_tail(serve_log)}"
+    assert importer.wait(timeout=STOP_S) == 130, _log_tail(import_log)
+    assert "whose Ray this import joined is stopping" in import_log.read_text(), _log_tail(import_log)
+    left = _left([], session=server.pid, home=home / "served") + _processes(session=importer.pid, home=imported)
+    assert not left, _describe(left)
+
+    rerun = subprocess.run([sys.executable, "-m", "jobs.cli", "import", "--no-progress", str(corpus)], cwd=ROOT,
+                           env=_env(imported), capture_output=True, text=True, timeout=START_S)
+    assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-3000:]
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(imported / "pg")], cwd=ROOT, env=_env(None),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        with psycopg.connect(holder.stdout.readline().strip()) as conn:
+            runs = conn.execute("SELECT status FROM import_runs ORDER BY started_at").fetchall()
+            documents = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    assert runs == [("interrupted",), ("succeeded",)]
+    assert documents == 300
+
+
+def _serve(home: Path) -> tuple[subprocess.Popen, int, Path]:
+    port = free_port()
+    log_path = home.parent / "serve.log"
+    with open(log_path, "w") as log:
+        server = subprocess.Popen([sys.executable, "-m", "jobs.cli", "serve", "--port", str(port)], cwd=ROOT,
+                                  env=_env(home), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    _wait_until_serving(server, port, log_path)
+    return server, port, log_path
+
+
+def _kill_one(server: subprocess.Popen, home: Path, name: str) -> None:
+    """SIGKILL, as the OOM killer would, the first of the server's processes named `name`…"""
+    found = [proc for proc in _processes(session=server.pid, home=home) if _names([proc]) and
+             next(iter(_names([proc]))).startswith(name)]
+    assert found, (name, sorted(_names(_processes(session=server.pid, home=home))))
+    found[0].kill()
+
+
+def _answers_again(server: subprocess.Popen, port: int, log_path: Path, within: float) -> float:
+    """Seconds until the read API answers /healthz again."""
+    started = time.monotonic()
+    while True:
+        assert server.poll() is None, f"the server ended:\n{_log_tail(log_path)}"
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                return time.monotonic() - started
+        except httpx.HTTPError:
+            pass   # the proxy or the replica is being replaced
+        assert time.monotonic() - started < within, f"no answer for {within:.0f} s:\n{_log_tail(log_path)}"
+        time.sleep(0.5)
+
+
+def test_a_server_answers_again_when_a_replica_or_its_proxy_ends_and_while_its_gcs_is_gone(home: Path):
+    """…Serve replaces a replica or a proxy; a GCS that is gone leaves the requests answered; and
+    SIGTERM then still stops the server within 10 s with nothing of it left running."""
+    server, port, log_path = _serve(home)
+    for name in ("ray::ServeReplica", "ray::ProxyActor"):
+        _kill_one(server, home, name)
+        print(f"serve: {name} killed, answering again after {_answers_again(server, port, log_path, 30):.1f} s")
+    _kill_one(server, home, "gcs_server")
+    time.sleep(3)
+    assert _answers_again(server, port, log_path, 5) < 5
+
+    before = _processes(session=server.pid, home=home) + [psutil.Process(server.pid)]
+    code, took = _stop(server, signal.SIGTERM)
+    print(f"serve without its GCS: SIGTERM to exit {took:.1f} s")
+    assert code == 0 and took < STOP_S, f"exit {code} after {took:.1f} s:\n{_log_tail(log_path)}"
+    left = _left(before, session=server.pid, home=home)
+    assert not left, _describe(left)
+    assert not (home / "pg" / "postmaster.pid").exists()
+
+
+def test_a_server_whose_raylet_ends_stops_with_a_clear_error_and_leaves_nothing_running(home: Path):
+    server, port, log_path = _serve(home)
+    before = _processes(session=server.pid, home=home) + [psutil.Process(server.pid)]
+    _kill_one(server, home, "raylet")
+    try:
+        code = server.wait(timeout=STOP_S)
+    except subprocess.TimeoutExpired:
+        code = None
+    assert code == 1, f"exit {code}:\n{_log_tail(log_path)}"
+    assert "Ray's raylet" in log_path.read_text() and "cannot answer without it" in log_path.read_text()
+    left = _left(before, session=server.pid, home=home)
+    assert not left, _describe(left)
+    assert not (home / "pg" / "postmaster.pid").exists()
