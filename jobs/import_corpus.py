@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -85,7 +86,8 @@ def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmP
                                  build_revision=runtime.build_revision())
     run = _start_run(authority.dsn, options, settings, pure_tasks(resources))
     report, owner, progress = RunReport(run.run_id, embedding=model.summary()), _owner(authority.dsn, run.run_id), None
-    pipeline_started = time.perf_counter()
+    pipeline_started, finished = time.perf_counter(), threading.Event()
+    runtime.watch_ray(finished, gcs=True)
     try:
         runs.hold_run(owner, run.run_id)
         reading = options.documents.take(run, owner)
@@ -106,6 +108,7 @@ def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmP
                   "interrupted, and running the import again resumes it", file=sys.stderr, flush=True)
         raise
     finally:
+        finished.set()
         _finish(owner, report, progress, started=started, started_at=started_at, pipeline_started=pipeline_started)
     return report
 

@@ -413,7 +413,7 @@ def placements(since: float) -> dict[str, dict[str, int]]:
 
     import ray
 
-    if alive_nodes() <= 1:
+    if not ray_answers() or alive_nodes() <= 1:
         return {}
     try:
         from ray.util.state import list_tasks
@@ -451,11 +451,8 @@ def interrupt_joined(timeout: float) -> list[int]:
     from ray._private import state
     from ray.experimental import internal_kv
 
-    import ray
-
     try:
-        # asked of a GCS that is gone, Ray would retry for a minute
-        if not gcs_answers(ray.get_runtime_context().gcs_address, timeout=1.0):
+        if not ray_answers():
             return []
         drivers = state.jobs()
         internal_kv._internal_kv_put(_SERVER_STOPPING, b"1", overwrite=True)
@@ -481,17 +478,75 @@ def interrupt_joined(timeout: float) -> list[int]:
     return [proc.pid for proc in asked]
 
 
+def ray_answers(timeout: float = 1.0) -> bool:
+    """Whether the GCS of the Ray this process is connected to answers within `timeout`: asked
+    of a GCS that is gone, Ray's own calls retry for a minute."""
+    import ray
+
+    if _lost.is_set():   # seen gone by `watch_ray`: not asked again, at a second a time
+        return False
+    try:
+        return ray.is_initialized() and gcs_answers(ray.get_runtime_context().gcs_address, timeout=timeout)
+    except Exception:   # no runtime context left to ask
+        return False
+
+
+_lost = threading.Event()   # the Ray under this process broke (`watch_ray`)
+
+# How often the Ray under a command is looked at, and how many looks in a row its GCS may miss
+# (each waits up to 2 s) before the command stops: a GCS busy on a loaded machine still answers.
+WATCH_EVERY_S = 2.0
+GCS_MISSES = 4
+
+
+def watch_ray(done: threading.Event, *, gcs: bool) -> threading.Thread:
+    """A thread that stops this command (`shutdown.request`, exit 1, with what was lost) once the
+    raylet it started ends or, with `gcs`, once the GCS of its Ray stops answering, until `done`
+    is set. Without it a command whose Ray broke waits on it: a server would take requests and
+    never answer them; an import's stages would wait on Ray for ever."""
+    import ray
+
+    raylet = own_raylet()
+    address = ray.get_runtime_context().gcs_address
+
+    def watch() -> None:
+        import psutil
+
+        missed = 0
+        while not done.wait(WATCH_EVERY_S):
+            if raylet is not None:
+                try:
+                    alive = raylet.is_running() and raylet.status() != psutil.STATUS_ZOMBIE
+                except psutil.Error:
+                    alive = False
+                if not alive:
+                    _lost.set()
+                    shutdown.request(f"Ray's raylet (pid {raylet.pid}) ended, and this command cannot go on "
+                                     "without it", code=1)
+                    return
+            if gcs:
+                missed = 0 if gcs_answers(address, timeout=2.0) else missed + 1
+                if missed >= GCS_MISSES:
+                    _lost.set()
+                    shutdown.request(f"Ray's GCS at {address} does not answer, and this command cannot go on "
+                                     "without it", code=1)
+                    return
+
+    thread = threading.Thread(target=watch, name="ray-watch", daemon=True)
+    thread.start()
+    return thread
+
+
 # Set in the Ray of a `corpusmem serve` that is stopping, before it interrupts the commands that joined it.
 _SERVER_STOPPING = b"corpusmem:server-stopping"
 
 
 def server_stopping() -> bool:
     """Whether the Ray this process joined belongs to a `corpusmem serve` that is stopping."""
-    import ray
     from ray.experimental import internal_kv
 
     try:
-        return ray.is_initialized() and internal_kv._internal_kv_get(_SERVER_STOPPING) == b"1"
+        return ray_answers() and internal_kv._internal_kv_get(_SERVER_STOPPING) == b"1"
     except Exception:   # that Ray is already gone
         return False
 

@@ -88,39 +88,23 @@ def main(settings: Settings, args: argparse.Namespace) -> int:
         processor = threading.Thread(target=process.drain, args=(settings, stopping), name="processor",
                                      daemon=True)
         processor.start()
-        if raylet := runtime.own_raylet():
-            threading.Thread(target=_watch, args=(raylet, stopping), name="raylet-watch", daemon=True).start()
+        # Serve replaces a proxy or a replica that ends, and the requests are answered without a GCS
+        # (tests/jobs/test_shutdown.py): only a raylet that ends stops the server
+        started_ray = runtime.started_ray()
+        runtime.watch_ray(stopping, gcs=False)
         shutdown.wait()
-        if raylet is not None:
+        if started_ray:
             # the commands that joined this Ray stop as after a Ctrl-C, while it and the database are still there
             runtime.interrupt_joined(timeout=shutdown.remaining() / 2)
         # A micro-batch the processor is in ends while Ray and the database are still there.
         processor.join(timeout=shutdown.remaining() / 2)
         if processor.is_alive():
             shutdown.end_now("the processor is still in a micro-batch")
-        if raylet is None and not _stop_serve():
+        if not started_ray and not _stop_serve():
             shutdown.end_now("Serve is still stopping on the cluster")
     finally:
         shutdown.finish()
     return 0
-
-
-def _watch(raylet, stopping: threading.Event) -> None:
-    """Stop the server, with exit 1 and a clear error, once the raylet of the Ray it started has
-    ended: its proxy and replicas end with it, and the read API would take requests and never
-    answer them. (Serve restarts a proxy or a replica that ends, and a lost GCS leaves the
-    requests answered.)"""
-    import psutil
-
-    while not stopping.wait(1.0):
-        try:
-            alive = raylet.is_running() and raylet.status() != psutil.STATUS_ZOMBIE
-        except psutil.Error:
-            alive = False
-        if not alive:
-            shutdown.request(f"Ray's raylet (pid {raylet.pid}) ended, and the read API cannot answer without it",
-                             code=1)
-            return
 
 
 def _stop_serve() -> bool:

@@ -15,6 +15,7 @@ Only the entry points in `jobs/` call `install`; code below them learns of a sto
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import logging
 import os
@@ -53,6 +54,7 @@ class _State:
     signum: int | None = None
     exit_code: int | None = None
     since: float | None = None
+    reason: tuple[str, int] | None = None   # why a `request` of another thread stops a command at work
     requested: threading.Event = field(default_factory=threading.Event)
 
 
@@ -92,7 +94,15 @@ def wait() -> int:
 def request(why: str, code: int) -> None:
     """Stop as a signal would, for a reason of this process's own (what it serves with has
     failed), and end with `code`: a thread's way to end a command waiting in `wait`."""
+    if not _state.installed:   # a library call (a notebook's import): no process of ours to stop
+        print(f"corpusmem: {why}", file=sys.stderr, flush=True)
+        return
     if _state.requested.is_set():
+        return
+    if _state.interrupt and threading.current_thread() is not threading.main_thread():
+        # a command at work unwinds as after a signal (`Interrupted`), its run recorded as such
+        _state.reason = (why, code)
+        _thread.interrupt_main(signal.SIGTERM)
         return
     _begin(code, f"{why}: stopping", forced=code)
 
@@ -118,22 +128,15 @@ def finish() -> None:
     started = _tree()
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
-        if _gcs_answers(ray):
+        from jobs.runtime import ray_answers
+
+        if ray_answers():
             _shutdown_ray(ray.shutdown)
         else:   # `ray.shutdown` would wait on it past the grace: what this process started is ended below
             print("corpusmem: Ray's GCS does not answer: ending its processes", file=sys.stderr, flush=True)
     _reap(list({proc.pid: proc for proc in started + _tree()}.values()))
     if _state.exit_code is not None:
         _exit(_state.exit_code)
-
-
-def _gcs_answers(ray) -> bool:
-    from jobs.runtime import gcs_answers
-
-    try:
-        return gcs_answers(ray.get_runtime_context().gcs_address, timeout=1.0)
-    except Exception:   # no runtime context left to ask
-        return False
 
 
 def end_now(why: str) -> NoReturn:
@@ -164,6 +167,10 @@ def _take_signals() -> None:
 
 
 def _on_signal(signum: int, frame: object) -> None:
+    if _state.reason is not None and not _state.requested.is_set():   # `request`, from another thread
+        why, code = _state.reason
+        _begin(code, f"{why}: stopping", forced=code)
+        raise Interrupted(signum)
     if _state.requested.is_set():   # after a first signal, or a stop this process asked for
         _force(128 + signum, "a second signal")
     _state.signum = signum

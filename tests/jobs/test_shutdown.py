@@ -25,6 +25,7 @@ import psutil
 import psycopg
 import pytest
 
+from jobs import runtime
 from tests.support.memory import SUITE_EXECUTION
 from tests.support.paths import ROOT
 from tests.support.ports import free_port
@@ -443,17 +444,7 @@ def test_an_import_that_joined_a_server_is_interrupted_by_its_stop_and_a_rerun_r
     rerun = subprocess.run([sys.executable, "-m", "jobs.cli", "import", "--no-progress", str(corpus)], cwd=ROOT,
                            env=_env(imported), capture_output=True, text=True, timeout=START_S)
     assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-3000:]
-    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(imported / "pg")], cwd=ROOT, env=_env(None),
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        with psycopg.connect(holder.stdout.readline().strip()) as conn:
-            runs = conn.execute("SELECT status FROM import_runs ORDER BY started_at").fetchall()
-            documents = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=60)
-    assert runs == [("interrupted",), ("succeeded",)]
-    assert documents == 300
+    assert _runs_and_documents(imported / "pg") == ([("interrupted",), ("succeeded",)], 300)
 
 
 def _serve(home: Path) -> tuple[subprocess.Popen, int, Path]:
@@ -521,3 +512,51 @@ def test_a_server_whose_raylet_ends_stops_with_a_clear_error_and_leaves_nothing_
     left = _left(before, session=server.pid, home=home)
     assert not left, _describe(left)
     assert not (home / "pg" / "postmaster.pid").exists()
+
+
+def _runs_and_documents(pg_dir: Path) -> tuple[list[tuple[str]], int]:
+    """The import runs on record, oldest first, and the documents held, read through a holder."""
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(pg_dir)], cwd=ROOT, env=_env(None),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        with psycopg.connect(holder.stdout.readline().strip()) as conn:
+            return (conn.execute("SELECT status FROM import_runs ORDER BY started_at").fetchall(),
+                    conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+
+
+@pytest.mark.parametrize("ray_process", ["gcs_server", "raylet"])
+def test_an_import_whose_ray_breaks_stops_with_a_clear_error_and_a_rerun_resumes_it(home: Path, ray_process: str):
+    """Killed as the OOM killer would, mid-import: the GCS (Ray's calls would wait on it for a
+    minute and more) or the raylet. The import says what it lost and exits 1 within its bound,
+    with nothing of it left running, its run recorded interrupted; a re-run ends with every
+    document."""
+    corpus, log_path = _corpus(home.parent, 300), home.parent / "import.log"
+    importer = _start_import(home, corpus, log_path)
+    _wait_for_versions(_embedded_dsn(home / "pg"), importer, log_path)
+    before = _processes(session=importer.pid, home=home) + [psutil.Process(importer.pid)]
+    next(proc for proc in before if _names([proc]) == {ray_process}).kill()
+
+    started = time.monotonic()
+    # the GCS is missed GCS_MISSES times in a row, each look taking up to two waits of 2 s
+    bound = runtime.GCS_MISSES * 2 * runtime.WATCH_EVERY_S + STOP_S
+    try:
+        code = importer.wait(timeout=bound)
+    except subprocess.TimeoutExpired:
+        code = None
+    took = time.monotonic() - started
+    print(f"import without its {ray_process}: exit {code} after {took:.1f} s")
+    assert code == 1, f"exit {code} after {took:.1f} s:\n{_log_tail(log_path)}"
+    assert "and this command cannot go on without it" in log_path.read_text(), _log_tail(log_path)
+    left = _left(before, session=importer.pid, home=home)
+    assert not left, _describe(left)
+
+    if ray_process == "gcs_server":   # the re-run, once: it does not depend on what broke
+        rerun = subprocess.run([sys.executable, "-m", "jobs.cli", "import", "--no-progress", str(corpus)],
+                               cwd=ROOT, env=_env(home), capture_output=True, text=True, timeout=START_S)
+        assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-3000:]
+        assert _runs_and_documents(home / "pg") == ([("interrupted",), ("succeeded",)], 300)
+    else:
+        assert _runs_and_documents(home / "pg")[0] == [("interrupted",)]
