@@ -108,3 +108,46 @@ def generate_facts(count: int, seed: int = 11, start: date = date(2022, 1, 1)) -
 _SURNAMES = ("Shah", "Kim", "Okafor", "Rossi", "Novak", "Berg", "Tanaka", "Haddad", "Lund", "Moreau", "Costa",
              "Weber", "Ivanova", "Quinn", "Sato", "Mensah", "Fischer", "Larsen", "Park", "Silva", "Nguyen", "Abara",
              "Dubois", "Keller", "Marsh", "Ortiz", "Petrov", "Reyes", "Stone", "Varga")
+
+
+# --- timelines: what one person or plan becomes across a few notes -----------------------------
+
+def generate_timelines(count: int, seed: int = 5, start: date = date(2024, 3, 1)) -> Iterator[GeneratedDoc]:
+    """`count` short notes in which the same people and plans change over time, in the shapes
+    that hand-written notes take and the generators above do not: dates relative to the note's own
+    ("since yesterday", "last Monday"), dates without a year ("on 3 July"), moves between teams,
+    the same plan dated differently in two notes, and roles (on call, owner, lead)."""
+    rng = random.Random(seed)
+    people = [f"{first} {last}" for first, last in zip(rng.sample(PEOPLE, 8), rng.sample(_SURNAMES, 8))]
+    teams = rng.sample(PROJECTS, 5)
+    day = start
+    for i in range(count):
+        day += timedelta(days=rng.randint(1, 12))
+        p, q = rng.sample(people, 2)
+        j, k = rng.sample(teams, 2)
+        c = rng.choice(_CODE_NAMES[:3])
+        later = day + timedelta(days=rng.randint(3, 60))
+        other = later + timedelta(days=rng.choice((-7, 7, 14)))
+        lines = [f"# {j.capitalize()} notes {day:%Y-%m-%d}", ""]
+        for template in rng.sample(_TIMELINE_SENTENCES, rng.randint(2, 4)):
+            lines += [template.format(p=p, q=q, j=j, k=k, c=c, d=f"{later.day} {later:%B}",
+                                      d_full=f"{later:%B} {later.day}, {later.year}",
+                                      d_iso=f"{later:%Y-%m-%d}", d_other=f"{other:%Y-%m-%d}"), ""]
+        yield GeneratedDoc(path=f"{day:%Y/%m}/{day:%Y-%m-%d}-timeline-{i:04d}.md", text="\n".join(lines))
+
+
+_TIMELINE_SENTENCES = (
+    "{p} has been on the {j} since yesterday.",
+    "{p} joined the {j} last Monday.",
+    "{p} moved from the {j} to the {k} on {d}.",
+    "{p} works on the {k}.",
+    "{q} is on call for the {j} this week.",
+    "{q} is the on-call engineer for the {k}.",
+    "{p} owns the {j} release checklist.",
+    "{q} leads the {j} from {d_full}.",
+    "The {c} review is scheduled for {d_iso}.",
+    "The {c} review is scheduled for {d_other}.",
+    "The {c} launch is planned for {d_full}.",
+)
+# Plans named by a code name, as teams name them (names that are also words are another matter).
+_CODE_NAMES = ("Orvane", "Tessaly", "Quillon", "Brakka", "Velmora", "Zephyrix")

@@ -231,6 +231,33 @@ def test_two_nodes_import_into_the_served_authority_and_s3_the_rows_of_one_node(
     assert all(series for series in scraped.values()), "a node exported none of corpusmem's metrics"
 
 
+def test_generated_timelines_give_the_same_memory_on_two_nodes_as_on_one(cluster, served, s3_store, tmp_path):
+    """Moves between teams, dates relative to the note's own or without a year, plans dated twice,
+    roles (`synthetic.generate_timelines`), two seeds: every view of memory_v1 hashes the same
+    after an import on the two nodes as after one on a Ray of its own."""
+    from jobs.bench import synthetic
+
+    corpus = tmp_path / "corpus"
+    for seed in (4, 9):
+        for doc in synthetic.generate_timelines(10, seed=seed):
+            path = corpus / f"seed-{seed}" / doc.path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(doc.text)
+    two, one = _database(served, "timelines_two_nodes"), _database(served, "timelines_one_node")
+    proc = _import(cluster, two, s3_store.format(prefix="timelines"), corpus, home=tmp_path / "two")
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    single = subprocess.run([*CORPUSMEM, "import", str(corpus), "--modified-at-from", "path", "--no-progress"],
+                            env=_env(RAY_ADDRESS="local", CORPUSMEM_DSN=one, CORPUSMEM_HOME=str(tmp_path / "one"),
+                                     CORPUSMEM_OBJECT_STORE=str(tmp_path / "objects")),
+                            cwd=PROJECT_ROOT, text=True, capture_output=True, timeout=600)
+    assert single.returncode == 0, single.stderr[-3000:]
+    with psycopg.connect(two) as two_nodes, psycopg.connect(one) as one_node:
+        held = digest_queries.view_digests(one_node)
+        assert held["facts_current"][0] > 5, held
+        assert not digest_queries.differences(two_nodes, one_node)
+
+
 def test_the_read_api_on_the_cluster_serves_the_shared_authority_and_counts_its_requests(
         cluster, two_node_import, tmp_path):
     """`corpusmem serve` joins the cluster with the served authority's DSN; its requests are counted

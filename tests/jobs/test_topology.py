@@ -27,10 +27,10 @@ def digests(memory: Settings) -> dict[str, tuple[int, str]]:
         return digest_queries.view_digests(conn)
 
 
-def _generated(root: Path, count: int, seed: int) -> Path:
+def _generated(root: Path, count: int, seed: int, generator: str = "generate") -> Path:
     from jobs.bench import synthetic
 
-    for doc in synthetic.generate(count, seed=seed):
+    for doc in getattr(synthetic, generator)(count, seed=seed):
         path = root / doc.path
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(doc.text)
@@ -62,6 +62,25 @@ def test_a_generated_corpus_gives_one_memory_at_any_batch_size_and_worker_count(
     assert first.counts["failed"] == 0 and second.counts["failed"] == 0
     held = digests(one)
     assert held["claims_live"][0] > 20 and held["entities_current"][0] > 3 and held["facts_current"][0] > 3
+    assert not differing(one, other)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_generated_timelines_give_one_memory_at_any_batch_size_and_worker_count(ray_local, two_memories, tmp_path,
+                                                                                   seed):
+    """Moves between teams, dates relative to the note's own or without a year, a plan dated
+    twice, roles: what each person and plan becomes is decided across documents, in whatever
+    batches they arrive."""
+    corpus = _generated(tmp_path / "corpus", 14, seed, "generate_timelines")
+    one, other = two_memories
+    first = do_import(one, corpus, batch_size=1, workers=1, modified_at_from="path")
+    second = do_import(other, corpus, batch_size=5, workers=3, modified_at_from="path")
+    assert first.counts["failed"] == 0 and second.counts["failed"] == 0
+    held = digests(one)
+    assert held["facts_current"][0] > 5 and held["facts_visible_history"][0] > held["facts_current"][0], held
+    with psycopg.connect(one.dsn) as conn:   # the plans dated twice disagree, on record
+        assert conn.execute("SELECT count(DISTINCT contradiction_group) FROM memory_v1.facts_visible_history"
+                            " WHERE statement LIKE '%review is scheduled%'").fetchone()[0] > 0
     assert not differing(one, other)
 
 
