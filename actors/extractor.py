@@ -45,6 +45,8 @@ class ExtractorConfig(BaseModel):
                                   "(vllm) or the served model's name (openai).")
     llm_base_url: str | None = Field(default=None, description="CORPUSMEM_LLM_BASE_URL: the "
                                      "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8001/v1.")
+    llm_device: Literal["gpu", "cpu"] = Field(default="gpu", description="CORPUSMEM_LLM_DEVICE: where the "
+                                              "vllm engines run (cpu: vLLM's CPU build).")
 
 
 class RulesExtractor:

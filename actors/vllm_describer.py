@@ -102,8 +102,7 @@ def build_describe_processor(config: VLLMDescriberConfig, *, object_store: str, 
     originals the pages are read again from; `max_pixels` is the OCR stage's page limit."""
     from ray.data.llm import build_processor, vLLMEngineProcessorConfig
 
-    engine = vLLMEngineProcessorConfig(model_source=config.model_path, batch_size=config.batch_size,
-                                       concurrency=config.concurrency,
+    engine = vLLMEngineProcessorConfig(model_source=config.model_path, **config.processor_kwargs(),
                                        engine_kwargs=config.resolved_engine_kwargs(),
                                        should_continue_on_error=True, prepare_multimodal_stage={"enabled": True})
     return build_processor(engine, preprocess=functools.partial(

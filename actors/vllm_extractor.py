@@ -36,7 +36,7 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -51,6 +51,8 @@ from pipeline.claims.extraction import (
 
 BACKEND = "vllm"
 MODEL_SETTING = "CORPUSMEM_LLM_MODEL"
+# The share of the machine's memory a CPU engine reserves, weights and KV cache: about 1.2 GB of 24 GB.
+CPU_KV_CACHE_SHARE = 0.05
 
 
 def local_model_folder(value: object, setting: str, who: str) -> str:
@@ -97,6 +99,9 @@ class EngineConfig(BaseModel):
     engine_kwargs: dict[str, Any] = Field(
         default_factory=dict, description="Further vLLM engine arguments (e.g. enable_prefix_caching, "
         "max_num_seqs, structured_outputs_config={'backend': 'xgrammar'}); not the ones named above.")
+    device: Literal["gpu", "cpu"] = Field(
+        default="gpu", description="CORPUSMEM_LLM_DEVICE: `cpu` runs each replica on one CPU with vLLM's CPU "
+                                   "build, its KV cache in `CPU_KV_CACHE_SHARE` of the machine's memory.")
 
     @field_validator("model_path", mode="before")
     @classmethod
@@ -117,9 +122,24 @@ class EngineConfig(BaseModel):
         return Path(self.model_path).name
 
     def resolved_engine_kwargs(self) -> dict[str, Any]:
+        if self.device == "cpu":
+            # vLLM's CPU build reads the same argument as the share of the machine's memory it reserves
+            # (a GPU's 0.85 would refuse to start beside anything else), and compiles nothing up front
+            # and answers in JSON without optional whitespace: on a CPU every token counts, and a small
+            # model held to a schema can spend its whole answer on blanks between the braces
+            cpu = {"gpu_memory_utilization": CPU_KV_CACHE_SHARE, "enforce_eager": True}
+            compact = {"structured_outputs_config": {"backend": "xgrammar", "disable_any_whitespace": True}}
+            return {**compact, **self.engine_kwargs, "max_model_len": self.max_model_len, **cpu,
+                    "tensor_parallel_size": 1, "pipeline_parallel_size": 1}
         return {**self.engine_kwargs, "max_model_len": self.max_model_len,
                 "gpu_memory_utilization": self.gpu_memory_utilization,
                 "tensor_parallel_size": 1, "pipeline_parallel_size": 1}
+
+    def processor_kwargs(self) -> dict[str, Any]:
+        """What `vLLMEngineProcessorConfig` takes besides the model and the engine's arguments: on
+        CPUs, a replica's placement is one CPU (Ray Data LLM asks a GPU of each by default)."""
+        placement = {"placement_group_config": {"bundles": [{"CPU": 1}]}} if self.device == "cpu" else {}
+        return {"batch_size": self.batch_size, "concurrency": self.concurrency, **placement}
 
 
 class VLLMExtractorConfig(EngineConfig):
@@ -153,8 +173,7 @@ def build_claimify_processor(config: VLLMExtractorConfig):
 def _processor_config(config: VLLMExtractorConfig):
     from ray.data.llm import vLLMEngineProcessorConfig
 
-    return vLLMEngineProcessorConfig(model_source=config.model_path, batch_size=config.batch_size,
-                                     concurrency=config.concurrency,
+    return vLLMEngineProcessorConfig(model_source=config.model_path, **config.processor_kwargs(),
                                      engine_kwargs=config.resolved_engine_kwargs(),
                                      should_continue_on_error=True)
 

@@ -77,13 +77,16 @@ def for_extractor(extractor: ExtractorConfig, resources: dict[str, float]) -> Ll
         return None
     if not extractor.llm_model:
         raise ModelNotFound("the vllm extractor needs CORPUSMEM_LLM_MODEL: a local model folder")
-    if resources.get("GPU", 0) < 1:
+    if extractor.llm_device == "gpu" and resources.get("GPU", 0) < 1:
         raise ExtractorUnavailable("the vllm extractor needs a GPU in the Ray cluster and found none; "
-                                   "use --extractor rules, or openai against a `vllm serve` endpoint")
-    return vllm_pass(extractor.llm_model)
+                                   "use --extractor rules, openai against a `vllm serve` endpoint, or "
+                                   "CORPUSMEM_LLM_DEVICE=cpu with vLLM's CPU build")
+    return vllm_pass(extractor.llm_model, extractor.llm_device)
 
 
-def vllm_pass(model_path: str) -> LlmPass:
+def vllm_pass(model_path: str, device: str = "gpu", **config: Any) -> LlmPass:
+    """The pass with the model at `model_path` on `device`; `config`: further `VLLMExtractorConfig`
+    fields (`max_tokens`, `engine_kwargs`)."""
     from actors.vllm_extractor import (
         VLLMExtractorConfig,
         build_claimify_processor,
@@ -91,10 +94,10 @@ def vllm_pass(model_path: str) -> LlmPass:
         extractor_version,
     )
 
-    config = VLLMExtractorConfig(model_path=model_path)
+    config = VLLMExtractorConfig(model_path=model_path, device=device, **config)
     replicas = config.concurrency if isinstance(config.concurrency, int) else config.concurrency[1]
     return LlmPass(extractor_version(config), config.model_name, build_selection_processor(config),
-                   build_claimify_processor(config), gpus=2 * replicas)
+                   build_claimify_processor(config), gpus=2 * replicas if device == "gpu" else 0)
 
 
 def run(run: Run, llm: LlmPass, embedding: Embedding, *, streamed: bool = False) -> dict[str, Any]:

@@ -164,7 +164,8 @@ class _Phase:
         if versions and self.extractor.backend == "vllm":
             from jobs import normalize_llm
 
-            got = normalize_llm.run(self.dsn, versions, self.extractor.llm_model, self.retry)
+            got = normalize_llm.run(self.dsn, versions, self.extractor.llm_model, self.retry,
+                                    device=self.extractor.llm_device)
             report.claims_normalized += got["claims"]
             report.assertions += got["assertions"]
             report.dead_letter += got["dead_letter"]

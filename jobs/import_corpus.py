@@ -253,7 +253,7 @@ def import_options(settings: Settings, paths: tuple[str, ...], *, extractor: str
     return ImportOptions(
         paths=tuple(paths), source=settings.source_options(**(source or {})),
         extractor=ExtractorConfig(backend=extractor or settings.extractor, llm_model=settings.llm_model,
-                                  llm_base_url=settings.llm_base_url),
+                                  llm_base_url=settings.llm_base_url, llm_device=settings.llm_device),
         **run)
 
 

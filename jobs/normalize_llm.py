@@ -27,7 +27,7 @@ _VERSIONS_PER_WRITE = 64
 
 
 def run(dsn: str, versions: list[str], model_path: str | None, retry: RetryPolicy,
-        batch_size: int = 16) -> dict[str, int]:
+        batch_size: int = 16, device: str = "gpu") -> dict[str, int]:
     """Normalize `versions` with the model at `model_path` (CORPUSMEM_LLM_MODEL); counts of claims
     read, assertions written and versions dead-lettered."""
     import ray
@@ -35,7 +35,7 @@ def run(dsn: str, versions: list[str], model_path: str | None, retry: RetryPolic
     from actors import vllm_normalizer
     from actors.vllm_extractor import VLLMExtractorConfig
 
-    config = VLLMExtractorConfig(model_path=model_path)
+    config = VLLMExtractorConfig(model_path=model_path, device=device)
     processor = vllm_normalizer.build_normalize_processor(config)
     writer = AssertionWriter(dsn, vllm_normalizer.normalizer_version(config), retry)
     totals = {"claims": 0, "assertions": 0, "dead_letter": 0}

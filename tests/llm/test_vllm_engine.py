@@ -1,0 +1,98 @@
+"""The `vllm` extraction against vLLM's real engine: its CPU build loads a tiny model built here
+(`tiny_model.py`: random weights, a tokenizer trained on the example corpus) through
+`ray.data.llm`, as stages of an import on this machine's CPUs (CORPUSMEM_LLM_DEVICE=cpu).
+
+Structured output holds every answer to its schema whatever the weights say, so what the project
+does with a real engine runs here: the processors' requests, the engine's processes, the answers
+parsed, the gate, the writes, the extraction ledger and the cost ledger with the engine's own
+token counts. What random weights write is no claim the source supports: the gate records it
+omitted, with its cause, and the import still ends.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from jobs.extract_llm import vllm_pass
+from jobs.import_corpus import import_options, run_import
+from tests.llm.tiny_model import build
+from tests.support.memory import rows
+from tests.support.paths import ROOT
+
+pytestmark = pytest.mark.integration
+
+_NOTES = {"2026-03-01-billing.md": "# Billing migration notes\n\nRavi leads the billing migration.\n\n"
+                                   "Dana Kim works on the invoice system.\n",
+          "2026-03-02-search.md": "# Search team notes\n\nPriya leads the search team.\n"}
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> Path:
+    texts = [p.read_text(errors="replace") for p in sorted((ROOT / "examples").rglob("*.md"))]
+    texts += [p.read_text() for p in sorted((ROOT / "pipeline" / "prompts").iterdir())]
+    return build(tmp_path_factory.mktemp("models") / "tiny-llama", texts)
+
+
+class EngineWatch:
+    """The vLLM engine-core processes seen running while it watches."""
+
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> "EngineWatch":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._done.wait(0.5):
+            for proc in psutil.process_iter(["name", "cmdline"]):
+                if "EngineCore" in (proc.info["name"] or "") or "EngineCore" in " ".join(proc.info["cmdline"] or ()):
+                    self.seen.add(proc.pid)
+
+
+def test_an_import_extracts_with_the_real_vllm_engine_on_cpus(memory, ray_local, tmp_path, tiny_model):
+    corpus = tmp_path / "notes"
+    corpus.mkdir()
+    for name, text in _NOTES.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    settings = memory.model_copy(update={"extractor": "vllm", "llm_model": str(tiny_model), "llm_device": "cpu",
+                                         "retry_attempts": 2, "retry_backoff_s": 0.05})
+    options = import_options(settings, (str(corpus),), source={"modified_at_from": "path"}, batch_size=4,
+                             progress=False)
+    llm = vllm_pass(str(tiny_model), "cpu", max_tokens=256)
+
+    started = time.monotonic()
+    with EngineWatch() as engines:
+        report = run_import(options, settings, llm=llm)
+    print(f"import with the CPU engine: {time.monotonic() - started:.1f} s")
+
+    assert engines.seen, "no vLLM engine process ran"
+    assert report.status == "succeeded" and report.counts["failed"] == 0
+    assert report.counts["new_versions"] == 2
+    # every chunk went through both processors and is extracted: its claims landed, or what it
+    # said is recorded as omitted with a cause
+    chunks = rows(memory, "SELECT count(*) FROM chunks")[0][0]
+    assert chunks >= 2 and rows(memory, "SELECT DISTINCT extracted_by FROM chunks") == [(llm.extractor,)]
+    assert rows(memory, "SELECT DISTINCT status FROM stage_work WHERE stage = 'extract_claims'") == [("succeeded",)]
+    landed, recorded = rows(memory, "SELECT (SELECT count(*) FROM claims), (SELECT count(*) FROM extraction_ledger)")[0]
+    assert landed + recorded > 0
+    print(f"claims landed {landed}, ledger rows {recorded}:",
+          rows(memory, "SELECT decision, reason, count(*) FROM extraction_ledger GROUP BY 1, 2 ORDER BY 1, 2"))
+    # the engine's own token counts, two calls a chunk
+    calls, tokens_in, tokens_out, model = rows(
+        memory, "SELECT sum(calls), sum(tokens_in), sum(tokens_out), min(model) FROM cost_ledger"
+                " WHERE stage = 'extract_claims' AND backend = 'vllm'")[0]
+    assert calls == 2 * chunks and tokens_in > 100 * chunks and 0 < tokens_out <= 2 * 256 * chunks
+    assert model == "tiny-llama"
+    print(f"tokens: {tokens_in} in, {tokens_out} out, over {calls} calls")
