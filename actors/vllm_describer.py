@@ -104,10 +104,12 @@ def build_describe_processor(config: VLLMDescriberConfig, *, object_store: str, 
 
     engine = vLLMEngineProcessorConfig(model_source=config.model_path, **config.processor_kwargs(),
                                        engine_kwargs=config.resolved_engine_kwargs(),
-                                       should_continue_on_error=True, prepare_multimodal_stage={"enabled": True})
+                                       should_continue_on_error=True, prepare_multimodal_stage={
+                                           "enabled": True, **config.light_stage()})
     return build_processor(engine, preprocess=functools.partial(
         describe_preprocess, object_store=object_store, max_pixels=max_pixels, max_pages=config.max_pages,
-        max_tokens=config.max_tokens, temperature=config.temperature), postprocess=describe_postprocess)
+        max_tokens=config.max_tokens, temperature=config.temperature), postprocess=describe_postprocess,
+        **config.map_kwargs())
 
 
 def _nothing_to_show(pages: list[int], error: str | None) -> dict[str, Any]:

@@ -53,6 +53,7 @@ BACKEND = "vllm"
 MODEL_SETTING = "CORPUSMEM_LLM_MODEL"
 # The share of the machine's memory a CPU engine reserves, weights and KV cache: about 1.2 GB of 24 GB.
 CPU_KV_CACHE_SHARE = 0.05
+CPU_STAGE_SHARE = 0.1
 
 
 def local_model_folder(value: object, setting: str, who: str) -> str:
@@ -138,8 +139,24 @@ class EngineConfig(BaseModel):
     def processor_kwargs(self) -> dict[str, Any]:
         """What `vLLMEngineProcessorConfig` takes besides the model and the engine's arguments: on
         CPUs, a replica's placement is one CPU (Ray Data LLM asks a GPU of each by default)."""
-        placement = {"placement_group_config": {"bundles": [{"CPU": 1}]}} if self.device == "cpu" else {}
-        return {"batch_size": self.batch_size, "concurrency": self.concurrency, **placement}
+        if self.device != "cpu":
+            return {"batch_size": self.batch_size, "concurrency": self.concurrency}
+        light = self.light_stage()
+        return {"batch_size": self.batch_size, "concurrency": self.concurrency,
+                "placement_group_config": {"bundles": [{"CPU": 1}]},
+                "chat_template_stage": light, "tokenize_stage": light, "detokenize_stage": light}
+
+    def light_stage(self) -> dict[str, Any]:
+        """A stage around the engine (chat template, tokenizer, detokenizer, images): on CPUs a
+        tenth of one each, as at a whole CPU apiece they alone take a 2-core machine and the engine
+        never starts."""
+        return {"num_cpus": CPU_STAGE_SHARE} if self.device == "cpu" else {}
+
+    def map_kwargs(self) -> dict[str, Any]:
+        """`build_processor`'s arguments for the project's own pre- and postprocessing maps: on
+        CPUs as light as the stages around the engine."""
+        light = self.light_stage()
+        return {"preprocess_map_kwargs": light, "postprocess_map_kwargs": light} if light else {}
 
 
 class VLLMExtractorConfig(EngineConfig):
@@ -157,7 +174,7 @@ def build_selection_processor(config: VLLMExtractorConfig):
     return build_processor(_processor_config(config),
                            preprocess=functools.partial(selection_preprocess, max_tokens=config.max_tokens,
                                                         temperature=config.temperature),
-                           postprocess=selection_postprocess)
+                           postprocess=selection_postprocess, **config.map_kwargs())
 
 
 def build_claimify_processor(config: VLLMExtractorConfig):
@@ -167,7 +184,7 @@ def build_claimify_processor(config: VLLMExtractorConfig):
     return build_processor(_processor_config(config),
                            preprocess=functools.partial(claimify_preprocess, max_tokens=config.max_tokens,
                                                         temperature=config.temperature),
-                           postprocess=claimify_postprocess)
+                           postprocess=claimify_postprocess, **config.map_kwargs())
 
 
 def _processor_config(config: VLLMExtractorConfig):

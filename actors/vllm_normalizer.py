@@ -49,7 +49,7 @@ def build_normalize_processor(config: VLLMExtractorConfig):
     return build_processor(_processor_config(config),
                            preprocess=functools.partial(normalize_preprocess, max_tokens=config.max_tokens,
                                                         temperature=config.temperature),
-                           postprocess=normalize_postprocess)
+                           postprocess=normalize_postprocess, **config.map_kwargs())
 
 
 # The columns a row carries into the processor, and through it (the postprocess keeps them).

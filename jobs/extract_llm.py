@@ -56,12 +56,14 @@ class LlmPass:
     select: Step
     claimify: Step
     gpus: int = 0           # GPUs both processors' replicas hold at once
+    device: str = "gpu"     # where their engines run (CORPUSMEM_LLM_DEVICE)
 
     def streams(self, resources: dict[str, float], embedding: Embedding, workers: int) -> bool:
         """Whether the extraction runs as stages of the import on the cluster of `resources`: only
         where its replicas and the embedders all hold a GPU at once (otherwise the stages would
-        wait for each other's GPUs for ever)."""
-        return resources.get("GPU", 0) >= self.gpus + (workers if embedding.gpu else 0)
+        wait for each other's GPUs for ever). Engines on CPUs (no GPUs) never do: their replicas
+        would wait for the cores the pipeline's stages hold."""
+        return self.device == "gpu" and resources.get("GPU", 0) >= self.gpus + (workers if embedding.gpu else 0)
 
     def stages(self, run: Run, embedding: Embedding) -> list:
         """The extraction as stages after `write`: the writer's report rows in, report rows out."""
@@ -97,7 +99,7 @@ def vllm_pass(model_path: str, device: str = "gpu", **config: Any) -> LlmPass:
     config = VLLMExtractorConfig(model_path=model_path, device=device, **config)
     replicas = config.concurrency if isinstance(config.concurrency, int) else config.concurrency[1]
     return LlmPass(extractor_version(config), config.model_name, build_selection_processor(config),
-                   build_claimify_processor(config), gpus=2 * replicas if device == "gpu" else 0)
+                   build_claimify_processor(config), gpus=2 * replicas if device == "gpu" else 0, device=device)
 
 
 def run(run: Run, llm: LlmPass, embedding: Embedding, *, streamed: bool = False) -> dict[str, Any]:
