@@ -169,13 +169,18 @@ def _wait_until_serving(server: subprocess.Popen, port: int, log_path: Path) -> 
     assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200
 
 
-def test_serve_stops_on_sigterm_within_10_s_and_leaves_nothing_running(home: Path):
+def _serve(home: Path) -> tuple[subprocess.Popen, int, Path]:
     port = free_port()
     log_path = home.parent / "serve.log"
     with open(log_path, "w") as log:
         server = subprocess.Popen([sys.executable, "-m", "jobs.cli", "serve", "--port", str(port)], cwd=ROOT,
                                   env=_env(home), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     _wait_until_serving(server, port, log_path)
+    return server, port, log_path
+
+
+def test_serve_stops_on_sigterm_within_10_s_and_leaves_nothing_running(home: Path):
+    server, _, log_path = _serve(home)
 
     before = _processes(session=server.pid, home=home) + [psutil.Process(server.pid)]
     names = _names(before)
@@ -415,13 +420,7 @@ def test_an_import_that_joined_a_server_is_interrupted_by_its_stop_and_a_rerun_r
     """The import joins the Ray of a running `corpusmem serve` (of another memory). Stopping the
     server stops the import first, as a Ctrl-C would: it says why, exits 130 with its run recorded
     interrupted, and a re-run (on a Ray of its own) ends with every document."""
-    port = free_port()
-    serve_log = home.parent / "serve.log"
-    with open(serve_log, "w") as log:
-        server = subprocess.Popen([sys.executable, "-m", "jobs.cli", "serve", "--port", str(port)], cwd=ROOT,
-                                  env=_env(home / "served"), stdout=log, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
-    _wait_until_serving(server, port, serve_log)
+    server, _, serve_log = _serve(home / "served")
 
     imported, corpus = home / "imported", _corpus(home.parent, 120)
     joining = {k: v for k, v in _env(imported).items() if k != "RAY_ADDRESS"}   # finds the server's Ray
@@ -445,16 +444,6 @@ def test_an_import_that_joined_a_server_is_interrupted_by_its_stop_and_a_rerun_r
                            env=_env(imported), capture_output=True, text=True, timeout=START_S)
     assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-3000:]
     assert _runs_and_documents(imported / "pg") == ([("interrupted",), ("succeeded",)], 120)
-
-
-def _serve(home: Path) -> tuple[subprocess.Popen, int, Path]:
-    port = free_port()
-    log_path = home.parent / "serve.log"
-    with open(log_path, "w") as log:
-        server = subprocess.Popen([sys.executable, "-m", "jobs.cli", "serve", "--port", str(port)], cwd=ROOT,
-                                  env=_env(home), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    _wait_until_serving(server, port, log_path)
-    return server, port, log_path
 
 
 def _kill_one(server: subprocess.Popen, home: Path, name: str) -> None:
