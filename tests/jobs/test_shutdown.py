@@ -367,6 +367,18 @@ def test_a_second_signal_ends_an_import_at_once_and_leaves_nothing_running(home:
     assert not left, _describe(left)
 
 
+def _last_holder_out_stops_it(home: Path) -> None:
+    """A holder that starts the embedded server of `home` (dropping the holders no longer running)
+    and exits the ordinary way: the last live holder out, it stops the server."""
+    passing = subprocess.run([sys.executable, "-c", _HOLDER, str(home / "pg")], cwd=ROOT, env=_env(None),
+                             input="", capture_output=True, text=True, timeout=120)
+    assert passing.returncode == 0, passing.stderr
+    deadline = time.monotonic() + 20
+    while _processes(home=home) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _processes(home=home), _describe(_processes(home=home))
+
+
 def test_a_holder_killed_without_letting_go_does_not_keep_the_database_running(home: Path):
     pg_dir = home / "pg"
     killed = subprocess.Popen([sys.executable, "-c", _HOLDER, str(pg_dir)], cwd=ROOT, env=_env(None),
@@ -375,14 +387,7 @@ def test_a_holder_killed_without_letting_go_does_not_keep_the_database_running(h
     killed.kill()  # no exit hooks: it stays on the server's list of holders
     killed.wait()
 
-    passing = subprocess.run([sys.executable, "-c", _HOLDER, str(pg_dir)], cwd=ROOT, env=_env(None),
-                             input="", capture_output=True, text=True, timeout=120)
-    assert passing.returncode == 0, passing.stderr
-    # The last live holder out stopped it.
-    deadline = time.monotonic() + 20
-    while _processes(home=home) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _processes(home=home), _describe(_processes(home=home))
+    _last_holder_out_stops_it(home)
 
 
 def test_an_import_with_keep_ray_leaves_its_ray_to_the_next_command_which_joins_it(home: Path):
@@ -554,13 +559,7 @@ def test_an_import_whose_ray_breaks_stops_with_a_clear_error_and_a_rerun_resumes
             if not left or time.monotonic() > deadline:
                 break
         assert not left, _describe(left)
-        passing = subprocess.run([sys.executable, "-c", _HOLDER, str(home / "pg")], cwd=ROOT, env=_env(None),
-                                 input="", capture_output=True, text=True, timeout=120)
-        assert passing.returncode == 0, passing.stderr
-        deadline = time.monotonic() + 20
-        while _processes(home=home) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not _processes(home=home), _describe(_processes(home=home))
+        _last_holder_out_stops_it(home)
 
     if ray_process == "gcs_server":   # the re-run, once: it does not depend on what broke
         rerun = subprocess.run([sys.executable, "-m", "jobs.cli", "import", "--no-progress", str(corpus)],
