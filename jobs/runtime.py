@@ -510,16 +510,10 @@ def watch_ray(done: threading.Event, *, gcs: bool) -> threading.Thread:
     address = ray.get_runtime_context().gcs_address
 
     def watch() -> None:
-        import psutil
-
         missed = 0
         while not done.wait(WATCH_EVERY_S):
             if raylet is not None:
-                try:
-                    alive = raylet.is_running() and raylet.status() != psutil.STATUS_ZOMBIE
-                except psutil.Error:
-                    alive = False
-                if not alive:
+                if not shutdown.running(raylet):
                     _lost.set()
                     shutdown.request(f"Ray's raylet (pid {raylet.pid}) ended, and this command cannot go on "
                                      "without it", code=1)

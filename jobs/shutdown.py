@@ -250,13 +250,13 @@ def _wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Proce
     has exited, and its parent, if not this process, is the one to collect it."""
     deadline = time.monotonic() + timeout
     while True:
-        alive = [proc for proc in procs if _running(proc)]
+        alive = [proc for proc in procs if running(proc)]
         if not alive or time.monotonic() >= deadline:
             return alive
         time.sleep(0.05)
 
 
-def _running(proc: psutil.Process) -> bool:
+def running(proc: psutil.Process) -> bool:
     try:
         if not proc.is_running():  # also false for a pid since taken by another process
             return False
