@@ -19,6 +19,7 @@ from __future__ import annotations
 import email
 import email.policy
 import email.utils
+import io
 import json
 import re
 import struct
@@ -126,8 +127,6 @@ def body_text(message: EmailMessage) -> str:
 
 
 def html_to_markdown(html: str) -> str:
-    import io
-
     from markitdown import StreamInfo
     from markitdown.converters import HtmlConverter
 
@@ -269,6 +268,9 @@ _MSG_ATTACH_DATA = "37010102"
 # PR_CLIENT_SUBMIT_TIME, then PR_MESSAGE_DELIVERY_TIME: PT_SYSTIME values of the property stream.
 _MSG_TIMES = (0x00390040, 0x0E060040)
 _FILETIME_EPOCH = datetime(1601, 1, 1, tzinfo=UTC)
+# FILETIMEs count 100 ns from 1601 and run to the year 30828; a later one than Python's dates
+# hold (a damaged property) dates nothing.
+_FILETIME_END = (datetime(9999, 12, 31, tzinfo=UTC) - _FILETIME_EPOCH) // timedelta(microseconds=1) * 10
 
 
 @dataclass(frozen=True)
@@ -283,18 +285,27 @@ def read_msg(content: bytes) -> Outlook:
     the time it was sent), its body, and its attachments."""
     import olefile
 
-    if not olefile.isOleFile(content):
+    # Bytes, never a path: olefile takes bytes under 1536 as the name of a file to open.
+    if not olefile.isOleFile(data=content):
         raise MailError("malformed message: not an Outlook .msg (no OLE compound file header)")
     try:
-        ole = olefile.OleFileIO(content)
+        ole = olefile.OleFileIO(io.BytesIO(content))
     except (OSError, ValueError) as err:
         raise MailError(f"malformed message: {err}") from None
     with ole:
+        def stream(path: str) -> bytes | None:
+            if not ole.exists(path):
+                return None
+            try:
+                return ole.openstream(path).read()
+            except OSError as err:   # a damaged entry: olefile opens no storage as a stream
+                raise MailError(f"malformed message: {path}: {err}") from None
+
         def text(tag: str, storage: str = "") -> str:
             for kind, codec in (("001F", "utf-16-le"), ("001E", "latin-1")):
-                path = f"{storage}__substg1.0_{tag}{kind}"
-                if ole.exists(path):
-                    return ole.openstream(path).read().decode(codec, "replace").rstrip("\x00")
+                data = stream(f"{storage}__substg1.0_{tag}{kind}")
+                if data is not None:
+                    return data.decode(codec, "replace").rstrip("\x00")
             return ""
 
         headers = email.message_from_string(text(_MSG_HEADERS), policy=email.policy.default) \
@@ -304,8 +315,7 @@ def read_msg(content: bytes) -> Outlook:
         author = f"{sender} <{address}>" if sender and address and "@" in address else sender or address
         body = text(_MSG_BODY)
         if not body.strip():
-            html = ole.openstream(f"__substg1.0_{_MSG_HTML}0102").read() if ole.exists(f"__substg1.0_{_MSG_HTML}0102") \
-                else text(_MSG_HTML).encode("utf-8")
+            html = stream(f"__substg1.0_{_MSG_HTML}0102") or text(_MSG_HTML).encode("utf-8")
             body = html_to_markdown(html.decode("utf-8", "replace")) if html else ""
         found: list[tuple[str, bytes]] = []
         seen: set[str] = set()
@@ -315,12 +325,12 @@ def read_msg(content: bytes) -> Outlook:
             prefix = storage + "/"
             name = _unique(_safe_name(text(_MSG_ATTACH_LONG_NAME, prefix) or text(_MSG_ATTACH_NAME, prefix),
                                       "", index), seen)
-            data_path = prefix + f"__substg1.0_{_MSG_ATTACH_DATA}"
-            if not ole.exists(data_path):
+            data = stream(prefix + f"__substg1.0_{_MSG_ATTACH_DATA}")
+            if data is None:
                 continue   # an embedded message or OLE object: no bytes of its own to import
-            found.append((name, ole.openstream(data_path).read()))
+            found.append((name, data))
         sent = sent_at(headers) if headers is not None else None
-        sent = sent or _msg_time(ole)
+        sent = sent or _msg_time(stream("__properties_version1.0"))
         own = message_ids(header(headers, "message-id")) if headers is not None else []
         root = thread_root(headers) if headers is not None else None
         parent = message_ids(header(headers, "in-reply-to")) if headers is not None else []
@@ -334,17 +344,16 @@ def read_msg(content: bytes) -> Outlook:
                        body, tuple(found))
 
 
-def _msg_time(ole: Any) -> datetime | None:
+def _msg_time(data: bytes | None) -> datetime | None:
     """PR_CLIENT_SUBMIT_TIME (else the delivery time) from the top-level property stream: a
     32-byte header, then 16-byte entries (tag, flags, an 8-byte value; a FILETIME for PT_SYSTIME).
     olefile reads the compound file but not MAPI properties, so these few bytes are read here."""
-    if not ole.exists("__properties_version1.0"):
+    if data is None:
         return None
-    data = ole.openstream("__properties_version1.0").read()
     times: dict[int, datetime] = {}
     for offset in range(32, len(data) - 15, 16):
         tag, _flags, value = struct.unpack_from("<IIQ", data, offset)
-        if tag in _MSG_TIMES and value:
+        if tag in _MSG_TIMES and 0 < value < _FILETIME_END:
             times[tag] = _FILETIME_EPOCH + timedelta(microseconds=value // 10)
     return next((times[t] for t in _MSG_TIMES if t in times), None)
 

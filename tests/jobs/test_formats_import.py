@@ -1,5 +1,6 @@
-"""Every file on a drive becomes text: mail, tables, data, code, notebooks, EPUB, OpenDocument and
-RTF imported end to end, operator routes, and bad input of those types as per-item errors."""
+"""Every file on a drive becomes text: mail (.eml, .mbox, Outlook .msg), tables, data, code,
+notebooks, EPUB, OpenDocument and RTF imported end to end, operator routes, and bad input of those
+types as per-item errors."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 
 import pytest
 
-from tests.support import formats
+from tests.support import formats, msg_writer
 from tests.support.memory import do_import, rows
 
 pytestmark = pytest.mark.integration
@@ -28,8 +29,8 @@ def test_a_folder_of_one_file_of_each_type_lands_ready_and_searchable(memory, ra
     assert report.counts["parked"] == 0
     statuses = rows(memory, "SELECT d.source_ref, l.current_version_status FROM memory_v1.documents_live l"
                             " JOIN documents d USING (doc_id)")
-    # 11 files; the mbox is two messages, the .eml brings its attachment
-    assert len(statuses) == 13 and {s for _, s in statuses} == {"ready"}, statuses
+    # 12 files; the mbox is two messages, the .eml brings its attachment
+    assert len(statuses) == 14 and {s for _, s in statuses} == {"ready"}, statuses
     for name, said in sentences.items():
         for sentence in said:
             found = rows(memory, "SELECT d.source_ref FROM chunks c JOIN documents d USING (doc_id)"
@@ -37,15 +38,18 @@ def test_a_folder_of_one_file_of_each_type_lands_ready_and_searchable(memory, ra
                          sentence, sentence)
             assert found and all(_ref_name(r[0]).startswith(name.split(" ")[0]) for r in found), (name, found)
     dated = dict(rows(memory, "SELECT d.source_ref, v.source_modified_at FROM versions v JOIN documents d"
-                              " USING (doc_id) WHERE v.mime = 'message/rfc822' OR d.source_ref LIKE '%%.md'"))
+                              " USING (doc_id) WHERE v.mime IN ('message/rfc822', 'application/vnd.ms-outlook')"
+                              " OR d.source_ref LIKE '%%.md'"))
     by_name = {_ref_name(ref): when for ref, when in dated.items()}
     assert by_name["note.eml"] == formats.MAIL_DATE
     assert by_name["note.eml!survey-plan.md"] == formats.MAIL_DATE     # an attachment takes its message's date
+    assert by_name["memo.msg"] == formats.MAIL_DATE
     thread = "team.mbox!review-1@example.org/"
     assert by_name[thread + "review-1@example.org.eml"] == formats.MAIL_DATE
     assert by_name[thread + "review-2@example.org.eml"] == formats.REPLY_DATE   # the reply, in its thread's folder
     titles = dict(rows(memory, "SELECT filename, title FROM documents"))
     assert titles["note.eml"] == "Eelgrass survey" and titles["review-2@example.org.eml"] == "Re: Sensor review"
+    assert titles["memo.msg"] == "Ferry inspection"
 
     # claims: none from a table's rows, none from code, some from a docstring and a Markdown cell
     claims = rows(memory, "SELECT d.filename, c.claim_text FROM claim_occurrences o JOIN claims c"
@@ -77,6 +81,8 @@ def test_bad_input_of_the_new_types_is_a_named_error_per_item_and_the_rest_lands
     (corpus / "ragged.csv").write_text("name,role\nJane,Engineer\nOwen,Support,Extra,Fields\n")
     (corpus / "bomb.epub").write_bytes(_zip_bomb_epub())
     (corpus / "broken.eml").write_bytes(b"this is not a message at all, no headers here\n")
+    memo = msg_writer.msg_bytes(msg_writer.Message(body="Long enough to need a regular sector. " * 120))
+    (corpus / "broken.msg").write_bytes(memo[:len(memo) // 2])
     (corpus / "broken.jsonl").write_text('{"a": 1}\n{"b": \n')
     (corpus / "bomb.xml").write_text('<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;">]>'
                                      "<x>&b;</x>")
@@ -94,6 +100,7 @@ def test_bad_input_of_the_new_types_is_a_named_error_per_item_and_the_rest_lands
         "ragged.csv": ("convert", "ragged rows"),
         "bomb.epub": ("convert", "zip bomb"),
         "broken.eml": ("convert", "malformed message"),
+        "broken.msg": ("convert", "malformed message"),
         "broken.jsonl": ("convert", "line 2 is not JSON"),
         "bomb.xml": ("convert", "XML refused"),
         "flood.mbox!pump-10@example.org/pump-10@example.org.eml": ("read", "CORPUSMEM_ARCHIVE_MAX_MEMBERS"),

@@ -1,5 +1,6 @@
 """The routes of issue 47 as pure functions: routes and the setting's entries, tables, data, code,
-mail, OpenDocument, RTF, and their bad input. No Ray, no database."""
+mail (Outlook .msg files written by `tests.support.msg_writer`), OpenDocument, RTF, and their bad
+input. No Ray, no database."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pipeline.documents.convert import ConversionError, ConvertOptions, NoRoute,
 from pipeline.documents.mime import mime_for
 from pipeline.documents.routes import ROUTE_NAMES, Routes, parse_routes
 from pipeline.documents.walk import SourceOptions, read_item
-from tests.support import formats
+from tests.support import formats, msg_writer
 
 
 def _passages(markdown: str) -> list[str]:
@@ -250,3 +251,104 @@ def test_messages_past_the_member_cap_are_refused_by_name_and_the_first_land(tmp
 def test_a_date_without_a_zone_dates_nothing():
     message = mail.parse(b"From: a@b\nDate: Wed, 04 Mar 2026 09:15:00 -0000\nSubject: x\n\nbody\n")
     assert mail.sent_at(message) is None
+
+
+# --- Outlook .msg ------------------------------------------------------------------------------
+
+OUTLOOK = "application/vnd.ms-outlook"
+# In UTF-16 well over 4096 bytes: a regular stream of the compound file, not a mini stream.
+_LONG_BODY = "\r\n\r\n".join(f"Gauge {i} at the Kittering weir read {i * 3} cm at dawn." for i in range(120))
+
+
+def _msg(**fields: object) -> bytes:
+    return msg_writer.msg_bytes(msg_writer.Message(**{"sent": formats.MAIL_DATE, **fields}))  # type: ignore[arg-type]
+
+
+def test_the_msg_writer_makes_a_compound_file_olefile_reads_without_a_defect():
+    import olefile
+
+    content = _msg(body=_LONG_BODY, attachments=[("plan.md", b"# Plan\n")])
+    with olefile.OleFileIO(io.BytesIO(content), raise_defects=olefile.DEFECT_INCORRECT) as ole:
+        sizes = {"/".join(path): ole.get_size("/".join(path)) for path in ole.listdir()}
+        assert ole.parsing_issues == []
+    assert sizes["__substg1.0_1000001F"] >= 4096 > sizes["__substg1.0_0037001F"]   # a regular and a mini stream
+    assert {"__properties_version1.0", "__nameid_version1.0/__substg1.0_00020102",
+            "__attach_version1.0_#00000000/__substg1.0_37010102"} <= set(sizes)
+
+
+@pytest.mark.parametrize("subject,body", [
+    ("Eelgrass survey", "Quillon Harbor approved the budget."),
+    ("Prüfung der Schleuse – 会议 🚢", "Die Schleuse in Kittering wurde am Dienstag geprüft."),
+    ("Weir readings", _LONG_BODY + "\r\n\r\nOdalys Brennan signed the weir log."),
+], ids=["ascii", "non-ascii", "body-over-4096-bytes"])
+def test_an_outlook_message_is_its_envelope_as_front_matter_then_subject_and_body(subject, body):
+    content = _msg(subject=subject, body=f"Hello team,\r\n\r\n{body}\r\n\r\nDana\r\n")
+    markdown = convert(content, OUTLOOK, "a.msg").markdown
+    assert markdown.startswith('---\nauthor: "Dana Ortiz <dana@example.org>"\n')
+    assert 'date: "2026-03-04T08:15:00Z"' in markdown and f"\n# {subject}\n" in markdown
+    assert body.split("\r\n\r\n")[-1] in _passages(markdown)
+    assert not any("Dana Ortiz" in p or "example.org" in p for p in _passages(markdown))
+
+
+def test_an_html_only_outlook_message_has_its_html_converted():
+    html = "<html><body><h2>Note</h2><p>Die Pumpen in Köln wurden gewartet.</p></body></html>".encode()
+    markdown = convert(_msg(body=None, html=html), OUTLOOK, "a.msg").markdown
+    assert "## Note" in markdown and "Die Pumpen in Köln wurden gewartet." in markdown and "<p>" not in markdown
+
+
+def test_an_exchange_message_is_read_by_its_transport_headers_and_its_smtp_address():
+    headers = ("Date: Thu, 05 Mar 2026 16:40:00 +0000\r\nMessage-ID: <weir-2@example.org>\r\n"
+               "In-Reply-To: <weir-1@example.org>\r\nReferences: <weir-1@example.org>\r\n")
+    dn = "/O=EXCHANGELABS/OU=EXCHANGE ADMINISTRATIVE GROUP/CN=RECIPIENTS/CN=DANA"
+    got = mail.read_msg(_msg(properties={msg_writer.SENDER_EMAIL: dn, msg_writer.TRANSPORT_HEADERS: headers}))
+    assert got.envelope.author == "Dana Ortiz <dana@example.org>"
+    assert got.envelope.date == formats.REPLY_DATE     # the headers' Date wins over the submit time
+    assert (got.envelope.message_id, got.envelope.in_reply_to, got.envelope.thread) == (
+        "weir-2@example.org", "weir-1@example.org", "weir-1@example.org")
+    # an X500 address alone is no address to show
+    assert mail.read_msg(_msg(properties={msg_writer.SENDER_EMAIL: dn, msg_writer.SENDER_SMTP: None})
+                         ).envelope.author == "Dana Ortiz"
+
+
+def test_an_msg_is_dated_by_its_submit_time_else_its_delivery_time():
+    delivered = {msg_writer.DELIVERY_TIME: formats.REPLY_DATE}
+    assert mail.read_msg(_msg(properties=delivered)).envelope.date == formats.MAIL_DATE
+    assert mail.read_msg(_msg(sent=None, properties=delivered)).envelope.date == formats.REPLY_DATE
+    assert mail.read_msg(_msg(sent=None)).envelope.date is None
+    # a damaged time past the year 9999 dates nothing, and the next time read takes its place
+    damaged = {msg_writer.CLIENT_SUBMIT_TIME: 2**63, **delivered}
+    assert mail.read_msg(_msg(properties=damaged)).envelope.date == formats.REPLY_DATE
+
+
+def test_an_msg_with_attachments_is_a_message_and_child_documents_dated_by_it(tmp_path):
+    table = ("gauge,reading\n" + "".join(f"{i},{i * 3}\n" for i in range(600))).encode()   # a regular stream
+    content = _msg(attachments=[("plan.md", b"# Plan\n"), ("readings.csv", table), ("plan.md", b"# Other\n")])
+    got = _mail_rows(tmp_path, "note.msg", content)
+    assert [(r["source_ref"], r["mime"], r["title"]) for r in got] == [
+        ("note.msg", OUTLOOK, "Eelgrass survey"), ("note.msg!plan.md", "text/markdown", "plan"),
+        ("note.msg!readings.csv", "text/csv", "readings"), ("note.msg!plan (2).md", "text/markdown", "plan (2)")]
+    assert {r["source_modified_at"] for r in got} == {formats.MAIL_DATE}
+    assert [r["content"] for r in got[1:]] == [b"# Plan\n", table, b"# Other\n"]
+    assert 'attachments: ["plan.md", "readings.csv", "plan (2).md"]' in convert(content, OUTLOOK, "a.msg").markdown
+
+
+def _as_storage(content: bytes, name: str) -> bytes:
+    """`content` with the directory entry of stream `name` marked a storage (its type byte, at 66)."""
+    damaged = bytearray(content)
+    damaged[damaged.find(name.encode("utf-16-le")) + 66] = 1
+    return bytes(damaged)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "short", "not-ole", "a-path", "stream-as-storage"])
+def test_a_damaged_msg_is_a_named_error_for_it_alone(tmp_path, damage):
+    good = _msg(body=_LONG_BODY, attachments=[("plan.md", b"# Plan\n")])
+    assert [r["source_ref"] for r in _mail_rows(tmp_path, "good.msg", good)] == ["good.msg", "good.msg!plan.md"]
+    bad = {"truncated": good[:len(good) // 2],
+           "short": good[:1000],              # under olefile's 1536 bytes, which it would take as a path
+           "not-ole": b"Subject: words\r\n\r\nnot a compound file\r\n",
+           "a-path": str(tmp_path / "good.msg").encode(),   # never the other file's message
+           "stream-as-storage": _as_storage(good, "__substg1.0_1000001F")}[damage]
+    with pytest.raises(ConversionError, match="malformed message"):
+        convert(bad, OUTLOOK, "broken.msg")
+    # the reader hands the file on whole, without children, for `convert` to fail with the reason
+    assert [(r["source_ref"], r["outcome"]) for r in _mail_rows(tmp_path, "broken.msg", bad)] == [("broken.msg", None)]

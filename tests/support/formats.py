@@ -1,8 +1,8 @@
 """Files of the types issue 47 routes, generated, each holding a sentence found nowhere else.
 
-`write_folder` writes one file of each of the 11 types (.eml, .mbox, .csv, .tsv, .json, .jsonl,
-.py, .ipynb, .epub, .odt, .rtf) and returns {file name: its sentences}; the other helpers build
-single files for the unit tests.
+`write_folder` writes one file of each of the 12 types (.eml, .mbox, .msg, .csv, .tsv, .json,
+.jsonl, .py, .ipynb, .epub, .odt, .rtf) and returns {file name: its sentences}; the other helpers
+build single files for the unit tests.
 """
 
 from __future__ import annotations
@@ -15,10 +15,13 @@ from email.utils import format_datetime
 from datetime import datetime
 from pathlib import Path
 
+from tests.support import msg_writer
+
 SENTENCES = {
     "note.eml": "Quillon Harbor approved the eelgrass survey budget on Tuesday.",
     "team.mbox": "Varnetta Okafor moved the glacier sensor review to Thursday.",
     "team.mbox reply": "Brisco Delano confirmed the glacier sensor review room.",
+    "memo.msg": "Odalys Brennan moved the Kittering ferry inspection to Friday.",
     "grants.csv": "The Pellworth grant funds three turbine inspections.",
     "stock.tsv": "Marrowfield depot keeps forty spare lantern batteries.",
     "config.json": "The Ostrava relay team migrated the ledger to Postgres.",
@@ -122,7 +125,7 @@ def python_bytes(sentence: str) -> bytes:
 
 
 def write_folder(folder: Path) -> dict[str, list[str]]:
-    """One file of each of the 11 types in `folder`; {file name: the sentences it holds}."""
+    """One file of each of the 12 types in `folder`; {file name: the sentences it holds}."""
     folder.mkdir(parents=True, exist_ok=True)
     s = SENTENCES
     (folder / "note.eml").write_bytes(eml_bytes(s["note.eml"]))
@@ -130,6 +133,8 @@ def write_folder(folder: Path) -> dict[str, list[str]]:
     reply = eml_bytes(s["team.mbox reply"], subject="Re: Sensor review", date=REPLY_DATE,
                       message_id="<review-2@example.org>", in_reply_to="<review-1@example.org>")
     (folder / "team.mbox").write_bytes(mbox_bytes([first, reply]))
+    (folder / "memo.msg").write_bytes(msg_writer.msg_bytes(msg_writer.Message(
+        subject="Ferry inspection", body=f"Hello team,\r\n\r\n{s['memo.msg']}\r\n", sent=MAIL_DATE)))
     (folder / "grants.csv").write_text(f'grant,amount,note\nPW-1,1200,"{s["grants.csv"]}"\nPW-2,800,spare\n')
     (folder / "stock.tsv").write_text(f'depot\tcount\tnote\nMarrowfield\t40\t{s["stock.tsv"]}\n')
     (folder / "config.json").write_text(json.dumps({"version": 3, "teams": [
@@ -143,5 +148,5 @@ def write_folder(folder: Path) -> dict[str, list[str]]:
     (folder / "minutes.odt").write_bytes(odt_bytes(s["minutes.odt"]))
     (folder / "letter.rtf").write_bytes(rtf_bytes(s["letter.rtf"]))
     return {"note.eml": [s["note.eml"]], "team.mbox": [s["team.mbox"], s["team.mbox reply"]],
-            **{name: [s[name]] for name in ("grants.csv", "stock.tsv", "config.json", "events.jsonl", "tool.py",
+            **{name: [s[name]] for name in ("memo.msg", "grants.csv", "stock.tsv", "config.json", "events.jsonl", "tool.py",
                                             "analysis.ipynb", "book.epub", "minutes.odt", "letter.rtf")}}
