@@ -231,8 +231,8 @@ async def claims_and_sources_context(conn: Conn, query: str, *, k: int = 50, can
         # The people and things the question names (exact names, as resolve_entity's T0): the claims
         # about them, by meaning, are a channel of their own, so "When did Melanie paint a
         # sunrise?" prefers what is said of Melanie to every claim about painting.
-        named = sorted({e for name in named_in(query)
-                        for e, _, tier in await facts_queries.find_entities(conn, name) if tier == "T0"})
+        spellings = named_in(query)
+        named = sorted({e for e, _ in await facts_queries.named_entities(conn, spellings)}) if spellings else []
         if named:
             nominated["claims_named"] = await read_queries.nominate(conn, "claims", "semantic", query, vector,
                                                                     candidate_k, named)

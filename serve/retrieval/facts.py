@@ -125,9 +125,8 @@ async def facts(conn: Conn, *, entity_ids: list[str] | None = None, text: str | 
             channels += [await facts_queries.nominate_meaning(conn, vector, predicate),
                          await facts_queries.nominate_entities(conn, best, predicate) if best else []]
         ranked = fusion.fuse(channels)[:facts_queries.CANDIDATES]
-    rows = await facts_queries.confirm(conn, ranked)
-    dropped = len(ranked) - len(rows)
-    found = [f for f in (result_from_row(row, time, now) for row in rows) if f is not None]
+    found, read, confirmed = await confirm_best(conn, ranked, time, now, k)
+    dropped = read - confirmed
     truncated = len(found) > k
     found = found[:k]
     await attach_co_members(conn, found)
@@ -137,6 +136,22 @@ async def facts(conn: Conn, *, entity_ids: list[str] | None = None, text: str | 
                     (" these entities" if entity_ids else "") + (f" {text!r}" if text and not entity_ids else "") +
                     f" in time mode {time.mode}"}
     return FactsAnswer(found, scope, negative, truncated, entity_ids or [], nodes, dropped)
+
+
+async def confirm_best(conn: Conn, ranked: list[str], time: TimeQuery, now: datetime,
+                       k: int) -> tuple[list[FactResult], int, int]:
+    """The results among the best-ranked candidates that the memory holds now and `time` keeps,
+    confirmed a page at a time until there are more than `k` (so truncation is known) or the
+    candidates run out; with how many candidates were read and how many of them were confirmed.
+    Confirming all 200 nominees cost 7.5 ms of a request that serves 15."""
+    page = max(2 * k, 50)
+    found: list[FactResult] = []
+    read = confirmed = 0
+    while read < len(ranked) and len(found) <= k:
+        rows = await facts_queries.confirm(conn, ranked[read:read + page])
+        read, confirmed = min(len(ranked), read + page), confirmed + len(rows)
+        found += [f for f in (result_from_row(row, time, now) for row in rows) if f is not None]
+    return found, read, confirmed
 
 
 GRAPH_ENTITIES = 20   # the seed's cap on the expanded entity set, anchors included

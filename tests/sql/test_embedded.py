@@ -62,3 +62,41 @@ def test_the_database_server_is_the_process_its_data_folders_postmaster_pid_name
     assert embedded.server_process(tmp_path).pid == os.getpid()
     (tmp_path / "postmaster.pid").write_text("\n")                       # being written
     assert embedded.server_process(tmp_path) is None
+
+
+@pytest.mark.parametrize(("total_gib", "mib"), [(0.5, 128), (2, 256), (24, 3072), (64, 4096)])
+def test_postgresql_keeps_an_eighth_of_the_machine_in_its_own_cache_within_bounds(total_gib, mib):
+    assert embedded.shared_buffers_mib(int(total_gib * (1 << 30))) == mib
+
+
+def _shared_buffers(dsn: str) -> str:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute("SHOW shared_buffers").fetchone()[0]
+
+
+def test_a_new_data_folder_serves_with_corpusmems_settings_and_an_older_one_from_its_next_start():
+    home = Path(tempfile.mkdtemp(prefix="corpusmem-embedded-"))
+    os.chmod(home, 0o755)
+    pg_dir = (home / "pg").resolve()
+    chosen = f"{embedded.shared_buffers_mib()}MB"
+    try:
+        assert _shared_buffers(embedded.start(pg_dir)) == chosen    # from its first start
+        embedded.stop(pg_dir)
+        # a folder made before the settings: no include, no file
+        conf = pg_dir / "postgresql.conf"
+        conf.write_text(conf.read_text().replace(f"include_if_exists = '{embedded.SETTINGS_FILE}'\n", ""))
+        (pg_dir / embedded.SETTINGS_FILE).unlink()
+        assert _shared_buffers(embedded.start(pg_dir)) == "128MB"   # the wheel's default, until it restarts
+        assert (pg_dir / embedded.SETTINGS_FILE).exists()
+        embedded.stop(pg_dir)
+        dsn = embedded.start(pg_dir)
+        assert _shared_buffers(dsn) == chosen
+        # an operator's ALTER SYSTEM wins over corpusmem's choice
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("ALTER SYSTEM SET shared_buffers = '160MB'")
+        embedded.stop(pg_dir)
+        assert _shared_buffers(embedded.start(pg_dir)) == "160MB"
+        assert conf.read_text().count(embedded.SETTINGS_FILE) == 1   # never included twice
+    finally:
+        embedded.stop(pg_dir)
+        shutil.rmtree(home, ignore_errors=True)
