@@ -16,6 +16,7 @@ rule (a message starts at a line beginning `From `). `.msg` files are read with 
 
 from __future__ import annotations
 
+import codecs
 import email
 import email.policy
 import email.utils
@@ -268,6 +269,14 @@ _MSG_ATTACH_DATA = "37010102"
 # PR_CLIENT_SUBMIT_TIME, then PR_MESSAGE_DELIVERY_TIME: PT_SYSTIME values of the property stream.
 _MSG_TIMES = (0x00390040, 0x0E060040)
 _FILETIME_EPOCH = datetime(1601, 1, 1, tzinfo=UTC)
+# PR_INTERNET_CPID (PT_LONG): the Windows code page of the binary HTML body.
+_MSG_INTERNET_CPID = 0x3FDE0003
+# Windows code pages Python does not name `cp<number>`; the rest it does (cp1252, cp932, cp65001).
+_CODE_PAGES = {1200: "utf-16-le", 1201: "utf-16-be", 20127: "ascii", 28591: "latin-1",
+               **{28590 + n: f"iso8859_{n}" for n in range(2, 10)}, 28603: "iso8859_13",
+               28605: "iso8859_15", 50220: "iso2022_jp", 50221: "iso2022_jp", 50222: "iso2022_jp",
+               50225: "iso2022_kr", 51932: "euc_jp", 51949: "euc_kr", 52936: "hz", 54936: "gb18030",
+               20866: "koi8_r", 21866: "koi8_u", 10000: "mac_roman", 65000: "utf-7"}
 # FILETIMEs count 100 ns from 1601 and run to the year 30828; a later one than Python's dates
 # hold (a damaged property) dates nothing.
 _FILETIME_END = (datetime(9999, 12, 31, tzinfo=UTC) - _FILETIME_EPOCH) // timedelta(microseconds=1) * 10
@@ -313,10 +322,14 @@ def read_msg(content: bytes) -> Outlook:
         sender = text(_MSG_SENDER_NAME)
         address = text(_MSG_SENDER_SMTP) or text(_MSG_SENDER_EMAIL)
         author = f"{sender} <{address}>" if sender and address and "@" in address else sender or address
+        properties = _msg_properties(stream("__properties_version1.0"))
         body = text(_MSG_BODY)
         if not body.strip():
-            html = stream(f"__substg1.0_{_MSG_HTML}0102") or text(_MSG_HTML).encode("utf-8")
-            body = html_to_markdown(html.decode("utf-8", "replace")) if html else ""
+            # Binary HTML is in the message's code page; a page Python lacks, or none, reads as UTF-8.
+            raw = stream(f"__substg1.0_{_MSG_HTML}0102")
+            html = raw.decode(_code_page(properties.get(_MSG_INTERNET_CPID)), "replace") if raw \
+                else text(_MSG_HTML)
+            body = html_to_markdown(html) if html else ""
         found: list[tuple[str, bytes]] = []
         seen: set[str] = set()
         storages = sorted({entry[0] for entry in ole.listdir(streams=True, storages=True)
@@ -330,7 +343,7 @@ def read_msg(content: bytes) -> Outlook:
                 continue   # an embedded message or OLE object: no bytes of its own to import
             found.append((name, data))
         sent = sent_at(headers) if headers is not None else None
-        sent = sent or _msg_time(stream("__properties_version1.0"))
+        sent = sent or _msg_time(properties)
         own = message_ids(header(headers, "message-id")) if headers is not None else []
         root = thread_root(headers) if headers is not None else None
         parent = message_ids(header(headers, "in-reply-to")) if headers is not None else []
@@ -344,18 +357,34 @@ def read_msg(content: bytes) -> Outlook:
                        body, tuple(found))
 
 
-def _msg_time(data: bytes | None) -> datetime | None:
-    """PR_CLIENT_SUBMIT_TIME (else the delivery time) from the top-level property stream: a
-    32-byte header, then 16-byte entries (tag, flags, an 8-byte value; a FILETIME for PT_SYSTIME).
-    olefile reads the compound file but not MAPI properties, so these few bytes are read here."""
+def _msg_properties(data: bytes | None) -> dict[int, int]:
+    """The fixed-size values of the top-level property stream by tag: a 32-byte header, then
+    16-byte entries (tag, flags, an 8-byte value: a FILETIME for PT_SYSTIME, a PT_LONG in its low
+    4 bytes). olefile reads the compound file but not MAPI properties, so these bytes are read here."""
     if data is None:
-        return None
-    times: dict[int, datetime] = {}
-    for offset in range(32, len(data) - 15, 16):
-        tag, _flags, value = struct.unpack_from("<IIQ", data, offset)
-        if tag in _MSG_TIMES and 0 < value < _FILETIME_END:
-            times[tag] = _FILETIME_EPOCH + timedelta(microseconds=value // 10)
+        return {}
+    return {tag: value for tag, _flags, value in
+            (struct.unpack_from("<IIQ", data, offset) for offset in range(32, len(data) - 15, 16))}
+
+
+def _msg_time(properties: dict[int, int]) -> datetime | None:
+    """PR_CLIENT_SUBMIT_TIME, else the delivery time."""
+    times = {tag: _FILETIME_EPOCH + timedelta(microseconds=value // 10) for tag, value in properties.items()
+             if tag in _MSG_TIMES and 0 < value < _FILETIME_END}
     return next((times[t] for t in _MSG_TIMES if t in times), None)
+
+
+def _code_page(cpid: int | None) -> str:
+    """Python's codec for a Windows code page (PT_LONG, the low 4 bytes); UTF-8 for none or one
+    Python does not know."""
+    if cpid is None:
+        return "utf-8"
+    cpid &= 0xFFFFFFFF
+    name = _CODE_PAGES.get(cpid, f"cp{cpid}")
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return "utf-8"
 
 
 def msg_markdown(content: bytes) -> str:

@@ -296,6 +296,29 @@ def test_an_html_only_outlook_message_has_its_html_converted():
     assert "## Note" in markdown and "Die Pumpen in Köln wurden gewartet." in markdown and "<p>" not in markdown
 
 
+@pytest.mark.parametrize("cpid,codec,text", [
+    (1252, "cp1252", "Café – naïve “quotes”"),
+    (28591, "latin-1", "Café à la Schleuse, naïve"),
+    (65001, "utf-8", "Café – naïve “quotes” 会議"),
+    (932, "cp932", "会議は火曜日、クイロン港で。"),
+    (None, "utf-8", "Café – naïve “quotes”"),
+    (4242, "utf-8", "Café – naïve “quotes”"),
+], ids=["cp1252", "latin-1", "utf-8", "cp932", "no-cpid-is-utf-8", "unknown-cpid-is-utf-8"])
+def test_an_html_only_outlook_message_is_read_in_its_internet_code_page(cpid, codec, text):
+    # As Outlook writes it: the meta names the page too, but the HTML is read by PR_INTERNET_CPID.
+    html = ('<html><head><meta http-equiv="Content-Type" content="text/html; charset=windows-1252">'
+            f"</head><body><p>{text}</p></body></html>").encode(codec)
+    markdown = convert(_msg(body=None, html=html, properties={msg_writer.INTERNET_CPID: cpid}),
+                       OUTLOOK, "a.msg").markdown
+    assert markdown.endswith(f"\n# Eelgrass survey\n\n{text}\n")
+
+
+def test_an_outlook_html_body_not_in_its_code_page_is_read_with_replacement_characters():
+    html = "<p>Café in Kittering</p>".encode("cp1252")
+    got = mail.read_msg(_msg(body=None, html=html, properties={msg_writer.INTERNET_CPID: 65001}))
+    assert got.body.strip() == "Caf\ufffd in Kittering"
+
+
 def test_an_exchange_message_is_read_by_its_transport_headers_and_its_smtp_address():
     headers = ("Date: Thu, 05 Mar 2026 16:40:00 +0000\r\nMessage-ID: <weir-2@example.org>\r\n"
                "In-Reply-To: <weir-1@example.org>\r\nReferences: <weir-1@example.org>\r\n")
