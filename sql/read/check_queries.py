@@ -26,7 +26,8 @@ _ROW_IDS = {"chunks": "chunk_id", "claims": "claim_id", "facts": "fact_id", "ent
 # Our own migrations are the only input, and each declares an index in one plain statement; a
 # pattern over them is enough (no SQL parser takes PostgreSQL's procedural function bodies whole).
 _DECLARED_INDEX = re.compile(
-    r"CREATE\s+(?:UNIQUE\s+)?INDEX\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)\s+ON\s+[^;]+;", re.IGNORECASE)
+    r"CREATE\s+(?:UNIQUE\s+)?INDEX\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)\s+ON\s+[^;]+;"
+    r"|DROP\s+INDEX\s+(?:IF\s+EXISTS\s+)?(\w+)\s*;", re.IGNORECASE)
 
 # Indexes a `REINDEX CONCURRENTLY` that failed half-way leaves behind: dropping them is the fix,
 # and a check does not drop anything.
@@ -155,8 +156,16 @@ def vector_columns(conn: psycopg.Connection, dim: int) -> list[VectorColumn]:
 # --- indexes --------------------------------------------------------------------------------
 
 def declared_indexes() -> dict[str, str]:
-    """{index name: the statement that creates it} for every index the migrations declare."""
-    return {m.group(1): m.group(0) for _, _, text in migration_files() for m in _DECLARED_INDEX.finditer(text)}
+    """{index name: the statement that creates it} for every index the migrations declare and no
+    later statement drops (0020 replaced 0003's `facts_subject` and `facts_object`)."""
+    declared: dict[str, str] = {}
+    for _, _, text in migration_files():
+        for m in _DECLARED_INDEX.finditer(text):
+            if m.group(1):
+                declared[m.group(1)] = m.group(0)
+            else:
+                declared.pop(m.group(2), None)
+    return declared
 
 
 def expected_indexes(conn: psycopg.Connection) -> list[str]:

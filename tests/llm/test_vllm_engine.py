@@ -96,3 +96,47 @@ def test_an_import_extracts_with_the_real_vllm_engine_on_cpus(memory, ray_local,
     assert calls == 2 * chunks and tokens_in > 100 * chunks and 0 < tokens_out <= 2 * 256 * chunks
     assert model == "tiny-llama"
     print(f"tokens: {tokens_in} in, {tokens_out} out, over {calls} calls")
+
+
+def test_the_facts_phase_normalizes_with_the_real_vllm_engine_on_cpus(memory, ray_local, tmp_path, tiny_model):
+    """The `vllm` normalizer (`jobs/normalize_llm.py`) over claims the rules extractor found, on the
+    real engine: every claim is read, answered (an answer random weights leave unreadable is read
+    by the rules normalizer, as any malformed answer is) and marked normalized by the vllm
+    normalizer, and the cost ledger holds the engine's own token counts a call."""
+    from actors.retries import RetryPolicy
+    from actors.vllm_extractor import VLLMExtractorConfig
+    from actors.vllm_normalizer import normalizer_version
+    from jobs import normalize_llm
+    from sql.write import assertions as assertions_sql
+    from sql.store import authority as store
+
+    corpus = tmp_path / "notes"
+    corpus.mkdir()
+    for name, text in _NOTES.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    options = import_options(memory, (str(corpus),), source={"modified_at_from": "path"}, progress=False)
+    assert run_import(options, memory).status == "succeeded"
+    claims = rows(memory, "SELECT count(*) FROM claims WHERE is_current_testimony")[0][0]
+    assert claims > 0
+    # the rules extractor's claims, not yet normalized: what an import with the vllm extractor
+    # hands the facts phase
+    rows(memory, "UPDATE claims SET normalized_by = NULL RETURNING 1")
+    with store.connect(memory.dsn) as conn:
+        versions = assertions_sql.versions_to_normalize(conn)
+    assert len(versions) == 2
+
+    started = time.monotonic()
+    with EngineWatch() as engines:
+        got = normalize_llm.run(memory.dsn, versions, str(tiny_model), RetryPolicy(attempts=2, backoff_s=0.05),
+                                device="cpu")
+    print(f"normalize with the CPU engine: {time.monotonic() - started:.1f} s, {got}")
+
+    assert engines.seen, "no vLLM engine process ran"
+    assert got["claims"] == claims and got["dead_letter"] == 0 and got["assertions"] > 0
+    version = normalizer_version(VLLMExtractorConfig(model_path=str(tiny_model), device="cpu"))
+    assert rows(memory, "SELECT DISTINCT normalized_by FROM claims WHERE is_current_testimony") == [(version,)]
+    calls, tokens_in, tokens_out = rows(
+        memory, "SELECT sum(calls), sum(tokens_in), sum(tokens_out) FROM cost_ledger"
+                " WHERE stage = 'normalize_relations' AND backend = 'vllm'")[0]
+    assert calls == len(versions) and tokens_in > 100 * calls and 0 < tokens_out
+    print(f"normalize tokens: {tokens_in} in, {tokens_out} out, over {calls} calls")
