@@ -16,6 +16,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 
 from serve.auth import OPEN
+from serve.middleware import Call
 from sql import admission
 
 # How the read API names a refusal: (code, message) by the limit that refused.
@@ -50,20 +51,20 @@ def _refuse(refused: admission.NotAdmitted) -> JSONResponse:
 
 
 def middleware(limits: Limits):
-    """Counted after the credential check and before routing (unknown paths count); never on
+    """Run by `serve.middleware.Around`. Counted after the credential check and before routing (unknown paths count); never on
     `GET /healthz`."""
     controller = admission.Admission(limits.policy())
 
-    async def admit(request: Request, call_next):
+    async def admit(request: Request, call: Call):
         if not limits.active or request.url.path == "/healthz":
-            return await call_next(request)
+            return await call()
         caller = getattr(request.state, "caller", OPEN)
         try:
             ticket = controller.enter(None if caller == OPEN else caller)
         except admission.NotAdmitted as refused:
             return _refuse(refused)
         try:
-            return await call_next(request)
+            return await call()
         finally:
             controller.leave(ticket)
     return admit

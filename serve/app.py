@@ -27,6 +27,7 @@ from serve.operation_routes import operation_router
 from serve.query_routes import query_router
 from serve.questions import Questions
 from serve.read_routes import read_router
+from serve.middleware import Around
 from serve.replica import DeploymentInfo, Embed, Pools
 from serve.status_routes import status_router
 
@@ -46,10 +47,10 @@ def build_app(pools: Pools, deployment: DeploymentInfo, embed: Embed) -> FastAPI
                   description="The memory's read API: assured operations, lookups and documents.")
 
     # Registered first, so it runs inside the credential check: refusals there count against nothing.
-    app.middleware("http")(admission.middleware(deployment.limits))
-    app.middleware("http")(auth.middleware(dict(deployment.credentials), deployment.signed_tokens))
+    app.add_middleware(Around, around=admission.middleware(deployment.limits))
+    app.add_middleware(Around, around=auth.middleware(dict(deployment.credentials), deployment.signed_tokens))
     # Registered after them, so it runs outside them: refused requests are counted too.
-    app.middleware("http")(metrics.middleware(operations.NAMES))
+    app.add_middleware(Around, around=metrics.middleware(operations.NAMES))
     if deployment.cors_origins:
         # Outermost: a preflight (which carries no credential) is answered before the credential
         # check, and a refusal still carries the headers that let the allowed page read it.

@@ -26,6 +26,8 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
+from serve.middleware import Call
+
 SCOPES = ("read", "ingest", "write")
 MISSING = "a perimeter credential is required"
 REFUSED = "perimeter authentication failed"
@@ -289,16 +291,16 @@ def _refused(reason: str | None = None) -> JSONResponse:
 
 
 def middleware(hashes: dict[str, str], tokens: SignedTokens | None = None):
-    """Sets `request.state.caller` (whom admission counts against) and `request.state.scope`
+    """The credential check, run by `serve.middleware.Around`. Sets `request.state.caller` (whom admission counts against) and `request.state.scope`
     (the credential's scope; `write` on an open deployment, whose every caller may do anything)."""
     verifier = tokens.verifier() if tokens is not None and tokens.enabled else None
 
-    async def check(request: Request, call_next):
+    async def check(request: Request, call: Call):
         needed = required_scope(request.method, request.url.path)
         request.state.caller = OPEN  # who admission limits count against; a credential below
         request.state.scope = "write"
         if not (hashes or verifier) or needed is None:
-            return await call_next(request)
+            return await call()
         header = request.headers.get("authorization", "")
         kind, _, secret = header.partition(" ")
         secret = secret.strip()
@@ -321,5 +323,5 @@ def middleware(hashes: dict[str, str], tokens: SignedTokens | None = None):
         if scope is None or not allowed(scope, needed):
             return JSONResponse({"detail": NARROW}, status_code=403)
         request.state.caller, request.state.scope = caller, scope
-        return await call_next(request)
+        return await call()
     return check

@@ -11,6 +11,8 @@ from typing import Any
 
 from fastapi import Request
 
+from serve.middleware import Call
+
 _SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
 
@@ -38,16 +40,15 @@ def operation(request: Request, known: Collection[str]) -> str:
 
 
 def middleware(operations: Collection[str]):
-    """`operations`: the names `/operations/{name}` serves."""
+    """Run by `serve.middleware.Around`. `operations`: the names `/operations/{name}` serves."""
     import ray
 
-    async def measure(request: Request, call_next):
+    async def measure(request: Request, call: Call) -> None:
         started = time.perf_counter()
-        response = await call_next(request)
+        status = await call()
         if ray.is_initialized():
             requests, latency = _metrics()
             op = operation(request, operations)
-            requests.inc(tags={"operation": op, "status": str(response.status_code)})
+            requests.inc(tags={"operation": op, "status": str(status)})
             latency.observe(time.perf_counter() - started, tags={"operation": op})
-        return response
     return measure

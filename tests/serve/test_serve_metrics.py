@@ -8,6 +8,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from serve import metrics
+from serve.middleware import Around
 
 
 class _Recorder:
@@ -26,7 +27,7 @@ def test_series_are_operations_and_route_templates(monkeypatch):
     monkeypatch.setattr(metrics, "_metrics", lambda: (requests, latency))
     monkeypatch.setattr(ray, "is_initialized", lambda: True)
     app = FastAPI()
-    app.middleware("http")(metrics.middleware(("facts_context",)))
+    app.add_middleware(Around, around=metrics.middleware(("facts_context",)))
 
     @app.post("/operations/{name}")
     async def run(name: str):
