@@ -27,15 +27,16 @@ _VERSIONS_PER_WRITE = 64
 
 
 def run(dsn: str, versions: list[str], model_path: str | None, retry: RetryPolicy,
-        batch_size: int = 16, device: str = "gpu") -> dict[str, int]:
+        batch_size: int = 16, device: str = "gpu", **config: Any) -> dict[str, int]:
     """Normalize `versions` with the model at `model_path` (CORPUSMEM_LLM_MODEL); counts of claims
-    read, assertions written and versions dead-lettered."""
+    read, assertions written and versions dead-lettered. `config`: more of the engine's settings
+    (`VLLMExtractorConfig`'s fields, as `jobs.extract_llm.vllm_pass` takes them)."""
     import ray
 
     from actors import vllm_normalizer
     from actors.vllm_extractor import VLLMExtractorConfig
 
-    config = VLLMExtractorConfig(model_path=model_path, device=device)
+    config = VLLMExtractorConfig(model_path=model_path, device=device, **config)
     processor = vllm_normalizer.build_normalize_processor(config)
     writer = AssertionWriter(dsn, vllm_normalizer.normalizer_version(config), retry)
     totals = {"claims": 0, "assertions": 0, "dead_letter": 0}
