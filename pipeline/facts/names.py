@@ -348,8 +348,10 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
     if lowered[0] in FUNCTION_WORDS or lowered[0] in PRONOUNS or lowered[0] in _CONNECTORS \
             or any(stem in INSTRUCTION_VERBS for stem in _stems(lowered[0])) and not _marked(words[0]):
         return False  # "If …", "Use", "Uses Mem0", "Configured"
-    if len(words) == 1 and lowered[0].endswith(("ly", "ed", "ing", "able", "ible")) and not _marked(words[0]):
-        return False  # "Seamlessly", "Created", "Passing", "Configurable": no name
+    if len(words) == 1 and lowered[0].endswith(("ly", "ed", "ing", "able", "ible")) and not _marked(words[0]) \
+            and name not in known:
+        return False  # "Seamlessly", "Created", "Passing", "Configurable" opening a line: no name ("Italy",
+        #               "Tessaly" written as names mid-sentence are)
     if any(w in _FINITE for w in lowered) or lowered[-1] in FUNCTION_WORDS:
         return False
     content = [w for w, low in zip(words, lowered) if low not in _CONNECTORS]

@@ -259,3 +259,45 @@ def test_a_label_that_is_its_claims_text_takes_the_claims_vector(example_memory)
     vectors = report["facts"]["vectors"]
     assert vectors["fact_vectors_from_claims"] == from_claims
     assert vectors["fact_vectors"] == facts - from_claims
+
+
+_EVENT_KINDS = ("launch", "review", "cutover", "offsite", "release")
+_SAID = ("The {e} {kind} is scheduled for {d:%Y-%m-%d}.", "The {e} {kind} is on {d:%B} {d.day}, {d.year}.")
+
+
+@pytest.mark.parametrize(("seed", "imports"), [(1, "one"), (2, "later note first"), (3, "earlier note first")])
+def test_two_notes_that_date_a_scheduled_event_differently_give_one_contradiction_with_both_sides(
+        memory, ray_local, tmp_path, seed, imports):
+    """Generated pairs: each event is dated in two notes, days or months apart, the notes written in
+    either order, imported together or in two imports (the later note's first or the earlier's)."""
+    from datetime import date, timedelta
+    import random
+
+    from jobs.bench.synthetic import _CODE_NAMES
+
+    rng = random.Random(seed)
+    first, second, events = {}, {}, []
+    for e, kind in zip(rng.sample(_CODE_NAMES, 2), rng.sample(_EVENT_KINDS, 2)):
+        noted = date(2025, rng.randint(1, 6), rng.randint(1, 28))
+        later_note = noted + timedelta(days=rng.randint(1, 40))
+        said = noted + timedelta(days=rng.randint(30, 120))
+        other = said + timedelta(days=rng.choice((-14, -7, 7, 21, 60)))
+        for notes, day, when in ((first, noted, said), (second, later_note, other)):
+            text = rng.choice(_SAID).format(e=e, kind=kind, d=when)
+            notes[f"{day:%Y-%m-%d}-{e.lower()}-{kind}.md"] = f"# {e} {kind} notes\n\n{text}\n"
+        events.append((f"{e} {kind}", {said.isoformat(), other.isoformat()}))
+    if imports == "one":
+        do_import(memory, write(tmp_path / "notes", {**first, **second}), modified_at_from="path")
+    else:
+        batches = [write(tmp_path / "earlier", first), write(tmp_path / "later", second)]
+        for folder in batches if imports == "earlier note first" else batches[::-1]:
+            do_import(memory, folder, modified_at_from="path")
+
+    for event, dates in events:
+        found = ask(memory, text=event, now=utc(2026, 1, 1))
+        sides = [f for f in found.values() if event in f.label]
+        assert {f.label[-11:-1] for f in sides} == dates, (event, list(found), rows(memory, "SELECT claim_text FROM claims"))
+        group = {f.contradiction_group for f in sides}
+        assert len(group) == 1 and None not in group, (event, [(f.label, f.contradiction_group) for f in sides])
+        for f in sides:
+            assert [m["label"] for m in f.contradiction["co_members"]] == [o.label for o in sides if o is not f]

@@ -42,6 +42,15 @@ def test_in_conversation_a_speaker_and_a_name_used_mid_sentence_are_names() -> N
     assert names.names_in("Hey Jo, wow.", known, common, speakers | {"Jo"}) == ["Jo"]
 
 
+@pytest.mark.parametrize("name", ["Italy", "Sicily", "Tessaly"])
+def test_a_name_written_mid_sentence_is_one_whatever_its_ending(name: str) -> None:
+    # "-ly", "-ed", "-ing" open a line as adverbs and participles ("Seamlessly", "Created"); written
+    # capitalised after a lower-case word, the same endings are a name's
+    text = f"Dana moved to {name} in spring. Seamlessly integrate the reports."
+    known, common = names.known_names([text])
+    assert names.is_name(name, known, common) and not names.is_name("Seamlessly", known, common)
+
+
 def test_an_instruction_opening_a_line_is_not_a_name() -> None:
     text = "Automate the weekly report. Downscale your images with Pillow. We moved to San Francisco."
     known, common = names.known_names([text])
