@@ -513,6 +513,7 @@ def watch_ray(done: threading.Event, *, gcs: bool) -> threading.Thread:
         missed = 0
         while not done.wait(WATCH_EVERY_S):
             if raylet is not None:
+                _note_ray_processes(raylet)
                 if not shutdown.running(raylet):
                     _lost.set()
                     shutdown.request(f"Ray's raylet (pid {raylet.pid}) ended, and this command cannot go on "
@@ -529,6 +530,28 @@ def watch_ray(done: threading.Event, *, gcs: bool) -> threading.Thread:
     thread = threading.Thread(target=watch, name="ray-watch", daemon=True)
     thread.start()
     return thread
+
+
+# The processes the raylet this command started ran at the watch's last look: a raylet that is
+# killed leaves them to init, out of this process's tree (its runtime-env agent outlived an import
+# whose raylet was killed), and the stop ends them by this list (`shutdown.finish`).
+_ray_processes: list = []
+
+
+def _note_ray_processes(raylet) -> None:
+    import psutil
+
+    global _ray_processes
+    try:
+        _ray_processes = raylet.children(recursive=True)
+    except psutil.Error:
+        pass   # the raylet ended between two looks: the list of the look before stands
+
+
+def ray_processes_seen() -> list:
+    """What the raylet this command started ran when its watch last looked (psutil.Process
+    objects, which know a reused pid from the process they named)."""
+    return list(_ray_processes)
 
 
 # Set in the Ray of a `corpusmem serve` that is stopping, before it interrupts the commands that joined it.

@@ -128,8 +128,9 @@ def finish() -> None:
     started = _tree()
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
-        from jobs.runtime import ray_answers
+        from jobs.runtime import ray_answers, ray_processes_seen
 
+        started += ray_processes_seen()   # a raylet killed before now left its own to init
         if ray_answers():
             _shutdown_ray(ray.shutdown)
         else:   # `ray.shutdown` would wait on it past the grace: what this process started is ended below
