@@ -271,6 +271,8 @@ _MSG_TIMES = (0x00390040, 0x0E060040)
 _FILETIME_EPOCH = datetime(1601, 1, 1, tzinfo=UTC)
 # PR_INTERNET_CPID (PT_LONG): the Windows code page of the binary HTML body.
 _MSG_INTERNET_CPID = 0x3FDE0003
+# PR_MESSAGE_CODEPAGE (PT_LONG): the Windows code page of the message's 8-bit strings (PT_STRING8).
+_MSG_CODEPAGE = 0x3FFD0003
 # Windows code pages Python does not name `cp<number>`; the rest it does (cp1252, cp932, cp65001).
 _CODE_PAGES = {1200: "utf-16-le", 1201: "utf-16-be", 20127: "ascii", 28591: "latin-1",
                **{28590 + n: f"iso8859_{n}" for n in range(2, 10)}, 28603: "iso8859_13",
@@ -310,8 +312,12 @@ def read_msg(content: bytes) -> Outlook:
             except OSError as err:   # a damaged entry: olefile opens no storage as a stream
                 raise MailError(f"malformed message: {path}: {err}") from None
 
+        properties = _msg_properties(stream("__properties_version1.0"))
+        # 8-bit strings are in the message's code page; with none given, or one Python lacks, Latin-1
+        eight_bit = _code_page(properties.get(_MSG_CODEPAGE), default="latin-1")
+
         def text(tag: str, storage: str = "") -> str:
-            for kind, codec in (("001F", "utf-16-le"), ("001E", "latin-1")):
+            for kind, codec in (("001F", "utf-16-le"), ("001E", eight_bit)):
                 data = stream(f"{storage}__substg1.0_{tag}{kind}")
                 if data is not None:
                     return data.decode(codec, "replace").rstrip("\x00")
@@ -322,7 +328,6 @@ def read_msg(content: bytes) -> Outlook:
         sender = text(_MSG_SENDER_NAME)
         address = text(_MSG_SENDER_SMTP) or text(_MSG_SENDER_EMAIL)
         author = f"{sender} <{address}>" if sender and address and "@" in address else sender or address
-        properties = _msg_properties(stream("__properties_version1.0"))
         body = text(_MSG_BODY)
         if not body.strip():
             # Binary HTML is in the message's code page; a page Python lacks, or none, reads as UTF-8.
@@ -374,17 +379,17 @@ def _msg_time(properties: dict[int, int]) -> datetime | None:
     return next((times[t] for t in _MSG_TIMES if t in times), None)
 
 
-def _code_page(cpid: int | None) -> str:
-    """Python's codec for a Windows code page (PT_LONG, the low 4 bytes); UTF-8 for none or one
-    Python does not know."""
+def _code_page(cpid: int | None, default: str = "utf-8") -> str:
+    """Python's codec for a Windows code page (PT_LONG, the low 4 bytes); `default` for none or
+    one Python does not know."""
     if cpid is None:
-        return "utf-8"
+        return default
     cpid &= 0xFFFFFFFF
     name = _CODE_PAGES.get(cpid, f"cp{cpid}")
     try:
         return codecs.lookup(name).name
     except LookupError:
-        return "utf-8"
+        return default
 
 
 def msg_markdown(content: bytes) -> str:

@@ -319,6 +319,18 @@ def test_an_outlook_html_body_not_in_its_code_page_is_read_with_replacement_char
     assert got.body.strip() == "Caf\ufffd in Kittering"
 
 
+@pytest.mark.parametrize("codepage,codec,subject,sender", [
+    (1251, "cp1251", "Отчёт о шлюзе", "Дарья Орлова"),
+    (1252, "cp1252", "Café – “Schleuse”", "Zoë Brontë"),
+    (None, "latin-1", "Café à la Schleuse", "Zoë Brontë"),
+], ids=["cp1251", "cp1252", "no-codepage-is-latin-1"])
+def test_an_outlook_messages_8_bit_strings_are_read_in_its_code_page(codepage, codec, subject, sender):
+    subject8, sender8 = 0x0037001E, 0x0C1A001E
+    got = mail.read_msg(_msg(subject=None, sender=(None, "dana@example.org"), properties={
+        subject8: subject.encode(codec), sender8: sender.encode(codec), msg_writer.MESSAGE_CODEPAGE: codepage}))
+    assert (got.envelope.subject, got.envelope.author) == (subject, f"{sender} <dana@example.org>")
+
+
 def test_an_exchange_message_is_read_by_its_transport_headers_and_its_smtp_address():
     headers = ("Date: Thu, 05 Mar 2026 16:40:00 +0000\r\nMessage-ID: <weir-2@example.org>\r\n"
                "In-Reply-To: <weir-1@example.org>\r\nReferences: <weir-1@example.org>\r\n")

@@ -133,7 +133,7 @@ def _entry_bytes(entry: _Entry) -> bytes:
 
 # -- MS-OXMSG
 
-PT_LONG, PT_SYSTIME, PT_UNICODE, PT_BINARY = 0x0003, 0x0040, 0x001F, 0x0102
+PT_LONG, PT_SYSTIME, PT_STRING8, PT_UNICODE, PT_BINARY = 0x0003, 0x0040, 0x001E, 0x001F, 0x0102
 _READABLE_WRITABLE = 0x2 | 0x4
 _FILETIME_EPOCH = datetime(1601, 1, 1, tzinfo=UTC)
 
@@ -151,6 +151,7 @@ DELIVERY_TIME = 0x0E060040
 BODY = 0x1000001F
 HTML = 0x10130102
 INTERNET_CPID = 0x3FDE0003   # the Windows code page of HTML
+MESSAGE_CODEPAGE = 0x3FFD0003   # the Windows code page of 8-bit strings (PT_STRING8)
 ATTACH_NUM = 0x0E210003
 ATTACH_DATA = 0x37010102
 ATTACH_SHORT_NAME = 0x3704001F
@@ -203,11 +204,12 @@ def _property_streams(props: Mapping[int, object], header: bytes) -> dict[str, b
         if value is None:
             continue
         kind = tag & 0xFFFF
-        if kind in (PT_UNICODE, PT_BINARY):
+        if kind in (PT_UNICODE, PT_STRING8, PT_BINARY):
+            # an 8-bit string is given as its bytes, already in the message's code page
             data = value.encode("utf-16-le") if isinstance(value, str) else bytes(value)  # type: ignore[arg-type]
             streams[f"__substg1.0_{tag:08X}"] = data
             # a string's size counts the terminating NUL the stream leaves out
-            fixed = struct.pack("<II", len(data) + (2 if kind == PT_UNICODE else 0), 0)
+            fixed = struct.pack("<II", len(data) + {PT_UNICODE: 2, PT_STRING8: 1}.get(kind, 0), 0)
         elif kind == PT_SYSTIME:   # a FILETIME: 100 ns since 1601; an int is written as it is
             if isinstance(value, datetime):
                 value = (value - _FILETIME_EPOCH) // timedelta(microseconds=1) * 10
