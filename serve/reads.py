@@ -15,7 +15,7 @@ from pipeline.facts.names import named_in
 from pipeline.time.timeparse import asks_when
 from serve import models as m
 from serve.retrieval import facts as facts_retrieval
-from serve.retrieval import fusion
+from serve.retrieval import confirmation, fusion
 from sql.read import facts_queries, read_queries
 from sql.read.read_queries import Conn
 
@@ -268,17 +268,10 @@ async def claims_and_sources_context(conn: Conn, query: str, *, k: int = 50, can
 
 
 async def _confirm_best(conn: Conn, confirm, ids: list[str], k: int, count) -> tuple[list[dict[str, Any]], int]:
-    """The confirmed rows of the best-fused `ids`, read a page at a time until `count` of them
-    exceeds `k` (one more than the answer holds, so truncation is known) or the ids run out; and
-    how many ids were read. Confirming every nominee of every channel (several hundred) cost more
-    than nominating them, for an answer that returns `k`."""
-    page = max(2 * k, 100)
-    found: list[dict[str, Any]] = []
-    read = 0
-    while read < len(ids) and count(found) <= k:
-        found += await confirm(conn, ids[read:read + page])
-        read = min(len(ids), read + page)
-    return found, read
+    """The confirmed rows of the best-fused `ids` until `count` of them exceeds `k`, and how many
+    ids were read (`confirmation.best_pages`)."""
+    return await confirmation.best_pages(lambda page: confirm(conn, page), ids, page=max(2 * k, 100),
+                                         enough=lambda found: count(found) > k)
 
 
 def _group_claims(claims: list[dict[str, Any]]) -> list[m.EvidenceResult]:
