@@ -51,8 +51,8 @@ def _refuse(refused: admission.NotAdmitted) -> JSONResponse:
 
 
 def middleware(limits: Limits):
-    """Run by `serve.middleware.Around`. Counted after the credential check and before routing (unknown paths count); never on
-    `GET /healthz`."""
+    """Run by `serve.middleware.Around`. Counted after the credential check and before routing
+    (unknown paths count); never on `GET /healthz`."""
     controller = admission.Admission(limits.policy())
 
     async def admit(request: Request, call: Call):

@@ -23,11 +23,11 @@ from serve import models as m
 from serve.document_routes import document_router
 from serve.graph_routes import graph_router
 from serve.identity_routes import identity_router
+from serve.middleware import Around
 from serve.operation_routes import operation_router
 from serve.query_routes import query_router
 from serve.questions import Questions
 from serve.read_routes import read_router
-from serve.middleware import Around
 from serve.replica import DeploymentInfo, Embed, Pools
 from serve.status_routes import status_router
 

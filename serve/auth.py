@@ -291,8 +291,9 @@ def _refused(reason: str | None = None) -> JSONResponse:
 
 
 def middleware(hashes: dict[str, str], tokens: SignedTokens | None = None):
-    """The credential check, run by `serve.middleware.Around`. Sets `request.state.caller` (whom admission counts against) and `request.state.scope`
-    (the credential's scope; `write` on an open deployment, whose every caller may do anything)."""
+    """The credential check, run by `serve.middleware.Around`. Sets `request.state.caller` (whom
+    admission counts against) and `request.state.scope` (the credential's scope; `write` on an
+    open deployment, whose every caller may do anything)."""
     verifier = tokens.verifier() if tokens is not None and tokens.enabled else None
 
     async def check(request: Request, call: Call):

@@ -74,6 +74,8 @@ async def named_entities(conn: Conn, spellings: list[str]) -> list[tuple[str, st
 
 
 _PREDICATE = " AND (%(p)s::text IS NULL OR f.predicate = %(p)s)"
+# How a channel that does not rank by meaning orders its nominees: best evidenced first.
+_RANKED = " ORDER BY f.evidence_count DESC, f.valid_from DESC NULLS LAST, f.label, f.fact_id LIMIT %(n)s"
 
 
 async def nominate_entities(conn: Conn, ids: list[str], predicate: str | None) -> list[str]:
@@ -82,8 +84,7 @@ async def nominate_entities(conn: Conn, ids: list[str], predicate: str | None) -
     side = ("SELECT f.fact_id, f.evidence_count, f.valid_from, f.label FROM facts f"
             " WHERE f.{} = ANY(%(ids)s::uuid[])" + _PREDICATE)
     return [r[0] for r in await fetch(
-        conn, f"SELECT f.fact_id::text FROM ({side.format('subject_id')} UNION {side.format('object_id')}) f"
-        " ORDER BY f.evidence_count DESC, f.valid_from DESC NULLS LAST, f.label, f.fact_id LIMIT %(n)s",
+        conn, f"SELECT f.fact_id::text FROM ({side.format('subject_id')} UNION {side.format('object_id')}) f" + _RANKED,
         {"ids": ids, "p": predicate, "n": CANDIDATES})]
 
 
@@ -106,8 +107,7 @@ async def nominate_words(conn: Conn, text: str, predicate: str | None) -> list[s
     like = _like_pattern(text)
     return [r[0] for r in await fetch(
         conn, "SELECT f.fact_id::text FROM facts f WHERE (f.tsv @@ websearch_to_tsquery('english', %(t)s)"
-        + (" OR f.label ILIKE %(like)s)" if like else ")") + _PREDICATE +
-        " ORDER BY f.evidence_count DESC, f.valid_from DESC NULLS LAST, f.label, f.fact_id LIMIT %(n)s",
+        + (" OR f.label ILIKE %(like)s)" if like else ")") + _PREDICATE + _RANKED,
         {"t": text, "like": like, "p": predicate, "n": CANDIDATES})]
 
 

@@ -117,26 +117,22 @@ def shared_buffers_mib(total_bytes: int | None = None) -> int:
     return max(128, min(4096, total // 8 // _MiB))
 
 
-def write_settings(pg_dir: Path) -> bool:
+def write_settings(pg_dir: Path) -> None:
     """The server settings corpusmem chooses, in `corpusmem.conf`, which the data folder's
-    postgresql.conf includes; True if a file changed. A server reads them when it starts. An
-    operator overrides any of them with ALTER SYSTEM, which PostgreSQL reads after this file."""
+    postgresql.conf includes. A server reads them when it starts. An operator overrides any of
+    them with ALTER SYSTEM, which PostgreSQL reads after this file."""
     pg_dir = Path(pg_dir)
     conf = pg_dir / "postgresql.conf"
     if not conf.exists():
-        return False   # initdb has not run yet: the hook around it writes them
-    changed = False
+        return   # initdb has not run yet: the hook around it writes them
     include = f"include_if_exists = '{SETTINGS_FILE}'\n"
     text = conf.read_text()
     if include not in text:
         _write_owned(conf, text + ("" if text.endswith("\n") else "\n") + include)
-        changed = True
     settings = f"shared_buffers = '{shared_buffers_mib()}MB'\n"
     path = pg_dir / SETTINGS_FILE
     if not (path.exists() and path.read_text() == settings):
         _write_owned(path, settings)
-        changed = True
-    return changed
 
 
 def _write_owned(path: Path, text: str) -> None:
