@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -54,6 +55,20 @@ MODEL_SETTING = "CORPUSMEM_LLM_MODEL"
 # The share of the machine's memory a CPU engine reserves, weights and KV cache: about 1.2 GB of 24 GB.
 CPU_KV_CACHE_SHARE = 0.05
 CPU_STAGE_SHARE = 0.1
+
+_log = logging.getLogger(__name__)
+
+
+def model_config(model_path: str):
+    """vLLM's reading of the model folder at `model_path` (its architecture, whether it takes
+    images, the longest sequence it takes), as its engines will read it; None where vLLM is not
+    installed (a driver without the `gpu` extra, whose workers have it)."""
+    try:
+        from vllm.config import ModelConfig
+    except ImportError:
+        return None
+    # float32: no probe for a GPU on a driver that may have none (Ray's multimodal stage does the same)
+    return ModelConfig(model=model_path, dtype="float32")
 
 
 def local_model_folder(value: object, setting: str, who: str) -> str:
@@ -121,6 +136,18 @@ class EngineConfig(BaseModel):
     @property
     def model_name(self) -> str:
         return Path(self.model_path).name
+
+    def fitted(self, model: Any = None):
+        """This config with `max_model_len` no longer than the model takes (`model`: its
+        `model_config`, read here when not given). vLLM refuses a longer one as the engine starts,
+        and Ray Data then starts the engine's actor again without end, so a run would wait for
+        ever on a model with fewer positions than the default."""
+        model = model if model is not None else model_config(self.model_path)
+        if model is None or self.max_model_len <= model.max_model_len:
+            return self
+        _log.info("%s: max_model_len %d is more than the model takes; using %d", self.model_name,
+                  self.max_model_len, model.max_model_len)
+        return self.model_copy(update={"max_model_len": model.max_model_len})
 
     def resolved_engine_kwargs(self) -> dict[str, Any]:
         if self.device == "cpu":

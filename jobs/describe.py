@@ -8,7 +8,8 @@ text comes here instead of failing, and is its description, or fails
     convert ─► ocr ─► describe (pack ─► processor ─► finish ─► unpack) ─► structure ─► ...
 
 `for_settings` refuses, before anything is written, a run that could not describe: no model
-folder, OCR off, no GPU in the cluster, or no vLLM installed.
+folder, OCR off, no GPU in the cluster (unless CORPUSMEM_LLM_DEVICE=cpu puts its engine on CPUs,
+with vLLM's CPU build), no vLLM installed, or a model that takes no image.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.vllm_describer import MODEL_SETTING, VLLMDescriberConfig, build_describe_processor, finish, pack, unpack
+from actors.vllm_extractor import model_config
 from jobs.settings import Settings, SettingsError
 from jobs.stages import TASK_CPUS, Stage
 
@@ -47,16 +49,21 @@ def for_settings(settings: Settings, resources: dict[str, float], batch_size: in
     when it is unset."""
     if not settings.describe_model:
         return None
-    config = VLLMDescriberConfig(model_path=settings.describe_model)
+    config = VLLMDescriberConfig(model_path=settings.describe_model, device=settings.llm_device)
     if settings.ocr_workers == 0:
         raise SettingsError(f"{MODEL_SETTING} describes the pages OCR reads, and OCR is off "
                             "(CORPUSMEM_OCR_WORKERS=0): turn OCR on, or unset it")
-    if resources.get("GPU", 0) < 1:
+    if config.device == "gpu" and resources.get("GPU", 0) < 1:
         raise SettingsError(f"{MODEL_SETTING} needs a GPU in the Ray cluster for its vision model and found "
-                            "none; unset it to import with OCR alone")
+                            "none; unset it to import with OCR alone, or set CORPUSMEM_LLM_DEVICE=cpu with "
+                            "vLLM's CPU build and a small model")
     if importlib.util.find_spec("vllm") is None:
         raise SettingsError(f"{MODEL_SETTING} runs its vision model in vLLM, which is not installed: install "
                             "the `gpu` extra, or unset it to import with OCR alone")
-    processor = build_describe_processor(config, object_store=settings.object_store_uri,
+    model = model_config(config.model_path)
+    if model is not None and not model.is_multimodal_model:
+        raise SettingsError(f"{MODEL_SETTING}={settings.describe_model}: {', '.join(model.architectures)} takes no "
+                            "image; give a vision-language model folder")
+    processor = build_describe_processor(config.fitted(model), object_store=settings.object_store_uri,
                                          max_pixels=settings.ocr_max_pixels)
     return Describe(processor, config.model_name, batch_size)

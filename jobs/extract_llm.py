@@ -96,7 +96,7 @@ def vllm_pass(model_path: str, device: str = "gpu", **config: Any) -> LlmPass:
         extractor_version,
     )
 
-    config = VLLMExtractorConfig(model_path=model_path, device=device, **config)
+    config = VLLMExtractorConfig(model_path=model_path, device=device, **config).fitted()
     replicas = config.concurrency if isinstance(config.concurrency, int) else config.concurrency[1]
     return LlmPass(extractor_version(config), config.model_name, build_selection_processor(config),
                    build_claimify_processor(config), gpus=2 * replicas if device == "gpu" else 0, device=device)

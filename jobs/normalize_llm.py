@@ -36,7 +36,7 @@ def run(dsn: str, versions: list[str], model_path: str | None, retry: RetryPolic
     from actors import vllm_normalizer
     from actors.vllm_extractor import VLLMExtractorConfig
 
-    config = VLLMExtractorConfig(model_path=model_path, device=device, **config)
+    config = VLLMExtractorConfig(model_path=model_path, device=device, **config).fitted()
     processor = vllm_normalizer.build_normalize_processor(config)
     writer = AssertionWriter(dsn, vllm_normalizer.normalizer_version(config), retry)
     totals = {"claims": 0, "assertions": 0, "dead_letter": 0}

