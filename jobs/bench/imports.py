@@ -49,8 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "import-vectors (a Qdrant collection of chunk records against a folder of the same "
                         "documents), facts (adjudication rate and import time at N and 2N documents), serve "
                         "(read-API latency under 1 and 8 clients against a bare pgvector query), recall "
-                        "(LoCoMo evidence recall against retrieval over the raw turns), or docs (junk entities "
-                        "and claims on code in a memory of documentation pages)")
+                        "(LoCoMo or LongMemEval evidence recall against retrieval over the raw turns), or docs "
+                        "(junk entities and claims on code in a memory of documentation pages)")
     parser.add_argument("--docs", type=int, default=2000, help="documents in the base corpus (default 2000)")
     parser.add_argument("--no-double", action="store_true",
                         help="skip the 2x run that checks time and driver memory scale")

@@ -63,7 +63,7 @@ class Session:
 class Question:
     conversation: str
     text: str
-    category: int
+    category: int | str         # LoCoMo's 1-4; another genre's question type
     evidence: tuple[str, ...]   # gold turn ids
     answer: str = ""
 
@@ -355,13 +355,15 @@ def rrf(*rankings: Sequence[int], k: int = RRF_K) -> list[int]:
     return sorted(scores, key=lambda i: (-scores[i], i))
 
 
-def recall_table(results: dict[str, list[tuple[Question, bool]]]) -> dict[str, dict[str, float | int]]:
-    """{method: {"all": recall, "1": …, "2": …, "3": …, "4": …, "questions": n}}."""
+def recall_table(results: dict[str, list[tuple[Question, bool]]], categories: Sequence[int | str] = CATEGORIES
+                 ) -> dict[str, dict[str, float | int]]:
+    """{method: {"all": recall, "1": …, "2": …, "3": …, "4": …, "questions": n}}, one key per category
+    (`str(category)`; NaN for a category no question has)."""
     table = {}
     for method, rows in results.items():
         entry: dict[str, float | int] = {"questions": len(rows),
                                          "all": round(sum(h for _, h in rows) / max(1, len(rows)), 3)}
-        for category in CATEGORIES:
+        for category in categories:
             mine = [h for q, h in rows if q.category == category]
             entry[str(category)] = round(sum(mine) / len(mine), 3) if mine else float("nan")
         table[method] = entry
