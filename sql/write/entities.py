@@ -115,7 +115,9 @@ class Binds:
 
     def write(self, conn: psycopg.Connection) -> None:
         """Everything added so far, in one pipeline of statements (the caller's transaction), then
-        forgotten. A spelling the entity already has conflicts and is skipped."""
+        forgotten. A spelling the entity already has conflicts and is skipped. A spelling with no
+        Latin letter ("μ", "東京") has no Daitch–Mokotoff code (the function gives NULL): it is
+        written with none, and so never matches by sound."""
         if not self.events:
             return
         with conn.cursor() as cur:
@@ -124,7 +126,8 @@ class Binds:
                                 " ON CONFLICT DO NOTHING", self.entities)
             cur.executemany(
                 "INSERT INTO entity_aliases (entity_id, alias, alias_key, dm_codes, resolved_key, added_run)"
-                " VALUES (%(e)s, %(alias)s, %(alias_key)s, daitch_mokotoff(%(alias_key)s), %(key)s, %(run)s)"
+                " VALUES (%(e)s, %(alias)s, %(alias_key)s, coalesce(daitch_mokotoff(%(alias_key)s), '{}'), %(key)s,"
+                " %(run)s)"
                 " ON CONFLICT DO NOTHING", _distinct(self.aliases, lambda a: (a["e"], a["alias_key"])))
             entity_ids, doc_ids, surfaces = zip(*self.mentions)
             cur.execute("UPDATE mentions m SET entity_id = v.e FROM unnest(%s::uuid[], %s::uuid[], %s::text[])"
