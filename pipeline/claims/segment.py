@@ -88,9 +88,12 @@ _LEADING_NOISE = re.compile(r"(?:\s+|<!--.*?-->)*", re.DOTALL)  # before a docum
 # A name word: a capital, then letters, apostrophes or hyphens ("O'Brien", "Anne-Marie").
 _NAME_WORD = r"[A-ZÀ-ÖØ-Þ][A-Za-zÀ-ÖØ-öø-ÿ'’\-]*"
 _NAME = rf"{_NAME_WORD}(?:[ \t]+{_NAME_WORD}){{0,2}}"
+# A role written in lower case ("user", "assistant"): a speaker only behind a turn marker, or where
+# the document's header declares it.
+_ROLE = r"[a-z][a-z0-9_\-]{0,30}"
 _TURN = re.compile(
     r"(?:\[(?P<meta>[^\[\]\n]{1,100})\][ \t]*)?"
-    rf"(?:\*\*(?P<bold_in>{_NAME}):\*\*|\*\*(?P<bold_out>{_NAME})\*\*:|(?P<plain>{_NAME}):)"
+    rf"(?:\*\*(?P<bold_in>{_NAME}):\*\*|\*\*(?P<bold_out>{_NAME})\*\*:|(?P<plain>{_NAME}):|(?P<role>{_ROLE}):)"
     r"[ \t]+(?=\S)"
 )
 _LABEL = re.compile(r"(?:\*\*)?(?P<label>[A-Za-z][A-Za-z \-]{0,30}?)(?::\*\*|\*\*:|:)(?:[ \t]|$)")
@@ -289,8 +292,9 @@ def _opened(markdown: str, kind: str, start: int, end: int, line_start: int) -> 
     a known label is, else a unit of `kind` ("text" means: no new unit of its own)."""
     turn = _TURN.match(markdown, start, end)
     if turn is not None:
-        speaker = turn.group("bold_in") or turn.group("bold_out") or turn.group("plain")
-        if _is_speaker(speaker) and (turn.group("meta") or not _common_word(markdown, speaker)):
+        speaker = turn.group("bold_in") or turn.group("bold_out") or turn.group("plain") or turn.group("role")
+        if _is_speaker(speaker) and _takes_turns(markdown, speaker, marked=turn.group("meta") is not None,
+                                                 role=turn.group("role") is not None):
             turn_id, turn_time = _turn_meta(turn.group("meta"))
             return _Unit("turn", turn.end(), end, line_start, speaker=" ".join(speaker.split()),
                          turn_id=turn_id, turn_time=turn_time)
@@ -299,6 +303,30 @@ def _opened(markdown: str, kind: str, start: int, end: int, line_start: int) -> 
         header_line = label.group("label").strip().lower() in HEADER_LABELS
         return _Unit("label", start, end, line_start, continues=not header_line)
     return _Unit(kind, start, end, line_start)
+
+
+def _takes_turns(markdown: str, speaker: str, *, marked: bool, role: bool) -> bool:
+    """Whether `speaker:` at a line start opens a turn. Behind a turn marker (`[t3 | …] Dana:`) it
+    does. Where the header declares who takes part ("Participants: user, assistant"), an unmarked
+    one does only when it names one of them: "**Helmet:**" inside an assistant's answer is a
+    label. Elsewhere a name does, unless the document also writes it as a common word
+    ("Consequence:" beside "consequences"), and a lower-case role does not."""
+    if marked:
+        return True
+    declared = _declared_speakers(markdown)
+    if declared is not None:
+        return " ".join(speaker.lower().split()) in declared or speaker.split()[0].lower() in declared
+    return not role and not _common_word(markdown, speaker)
+
+
+@lru_cache(maxsize=8)
+def _declared_speakers(markdown: str) -> frozenset[str] | None:
+    """The speakers a document's header declares (`participants_of`), lower-cased, each name and
+    its first word; None where it declares none."""
+    from pipeline.claims.selection_turns import participants_of
+
+    names = participants_of(document_header(markdown, ""))
+    return frozenset(n for name in names for n in (" ".join(name.lower().split()), name.split()[0].lower())) or None
 
 
 @lru_cache(maxsize=8)

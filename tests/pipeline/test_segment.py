@@ -170,6 +170,53 @@ def test_speaker_labels(line: str, speaker: str | None) -> None:
     assert passage.text == (line.split(": ", 1)[1] if speaker else line)
 
 
+ASSISTANT_CHAT = """\
+# Chat 7, session 2
+
+Participants: user, assistant
+
+[q7s2:1 | 2023-05-21T19:50:00Z] user: I bought a road bike last week. Which helmet should I get?
+
+[q7s2:2 | 2023-05-21T19:50:00Z] assistant: Congrats on the bike! A few options:
+
+**Helmet:** look for MIPS protection.
+
+Fit: it should sit level on your head.
+
+[q7s2:3 | 2023-05-21T19:50:00Z] user: My sister Anna recommended Giro.
+"""
+
+
+def test_roles_in_lower_case_behind_turn_markers_and_labels_no_participant_has() -> None:
+    """A chat export's `user:` and `assistant:` turns are turns; a bold label inside an answer,
+    in a document whose header names who takes part, is not a speaker."""
+    passages = split_passages(ASSISTANT_CHAT, 0, len(ASSISTANT_CHAT))
+    assert_exact(ASSISTANT_CHAT, passages)
+    got = [(p.text, p.speaker, p.turn_id) for p in passages]
+    assert got == [
+        ("Participants: user, assistant", None, None),
+        ("I bought a road bike last week.", "user", "q7s2:1"),
+        ("Which helmet should I get?", "user", "q7s2:1"),
+        ("Congrats on the bike!", "assistant", "q7s2:2"),
+        ("A few options:", "assistant", "q7s2:2"),
+        ("**Helmet:** look for MIPS protection.", None, None),
+        ("Fit: it should sit level on your head.", None, None),
+        ("My sister Anna recommended Giro.", "user", "q7s2:3"),
+    ]
+
+
+@pytest.mark.parametrize("markdown, speaker", [
+    ("user: I bought a road bike.", None),                                   # a role needs a marker
+    ("Participants: user, assistant\n\nuser: I bought a road bike.", "user"),  # or a declaration
+    ("Participants: Dana Kim, Ravi\n\nDana: The schema is merged.", "Dana"),   # a first name declared
+    ("Participants: Dana Kim, Ravi\n\nPriya: The schema is merged.", None),    # not declared
+    ("Priya: The schema is merged.", "Priya"),                                 # nothing declared
+])
+def test_who_takes_turns_without_a_marker(markdown: str, speaker: str | None) -> None:
+    *_, last = split_passages(markdown, 0, len(markdown))
+    assert last.speaker == speaker, last
+
+
 def test_a_chunk_in_the_middle_has_absolute_offsets() -> None:
     markdown = (EXAMPLES / "2026-01-15-kickoff.md").read_text()
     _, chunks = structure_and_chunk(markdown, 300)
