@@ -19,8 +19,8 @@ import psycopg
 import pytest
 
 from jobs.settings import Settings
-from tests.support.memory import (SUITE_EXECUTION, ExampleImport, clone_example, dsn_for, import_example, new_memory,
-                                  start_session_ray, unique_name)
+from tests.support.memory import (SUITE_EXECUTION, ExampleImport, clone_example, disconnect, dsn_for, import_example,
+                                  new_memory, start_session_ray, unique_name)
 from tests.support import groups, remember_venv
 from tests.support.paths import EXAMPLES, database_temp
 
@@ -68,9 +68,15 @@ def pg_admin_dsn():
     # it: nothing needs its writes on disk. Without fsync its stop skips the flush of the session's
     # several hundred cloned databases (measured: 10–14 s for 150 clones, 21 s at the end of the
     # suite), and no commit or checkpoint waits on the disk.
+    # Room for the connections the session's Ray keeps: its idle worker processes keep the stages of
+    # their last runs, each with a connection to a test's database (`actors/resident.py`), and a
+    # busy machine makes Ray start more of them. Fixtures end their own database's connections
+    # (`disconnect`); 100 was still reached at the end of the suite. The setting needs a restart.
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("ALTER SYSTEM SET fsync = off")
-        conn.execute("SELECT pg_reload_conf()")
+        conn.execute("ALTER SYSTEM SET max_connections = 300")
+    embedded.stop(home / "pg")
+    dsn = embedded.start(home / "pg", database="postgres")
     yield dsn
     embedded.stop(home / "pg")
     shutil.rmtree(home, ignore_errors=True)
@@ -88,10 +94,12 @@ def template_db(pg_admin_dsn: str) -> str:
 
 
 @pytest.fixture
-def memory(pg_admin_dsn: str, template_db: str, tmp_path: Path) -> Settings:
+def memory(pg_admin_dsn: str, template_db: str, tmp_path: Path) -> Iterator[Settings]:
     """Settings for a fresh, empty, migrated memory of this test alone, embedding as the suite's
-    memories do (`SUITE_EXECUTION`)."""
-    return new_memory(pg_admin_dsn, template_db, tmp_path, unique_name("cm_test"))
+    memories do (`SUITE_EXECUTION`); its connections are ended with the test (`disconnect`)."""
+    name = unique_name("cm_test")
+    yield new_memory(pg_admin_dsn, template_db, tmp_path, name)
+    disconnect(pg_admin_dsn, name)
 
 
 @pytest.fixture(scope="session")
@@ -150,11 +158,14 @@ def example_report(example_import: ExampleImport) -> RunReport:
 
 
 @pytest.fixture
-def example_memory_copy(pg_admin_dsn: str, example_import: ExampleImport, tmp_path: Path) -> Settings:
+def example_memory_copy(pg_admin_dsn: str, example_import: ExampleImport, tmp_path: Path) -> Iterator[Settings]:
     """Settings for this test's own copy of the imported example corpus, free to change: a
     `CREATE DATABASE ... TEMPLATE` clone of the session's import (under a second, not a new
-    import) and a copy of its object store under `tmp_path / "objects"`."""
-    return clone_example(pg_admin_dsn, example_import, unique_name("cm_example_copy"), tmp_path)
+    import) and a copy of its object store under `tmp_path / "objects"`; its connections are
+    ended with the test (`disconnect`)."""
+    name = unique_name("cm_example_copy")
+    yield clone_example(pg_admin_dsn, example_import, name, tmp_path)
+    disconnect(pg_admin_dsn, name)
 
 
 @pytest.fixture(scope="session")

@@ -58,6 +58,16 @@ def new_memory(admin_dsn: str, template_db: str, root: Path, name: str) -> Setti
                          embedding_execution=SUITE_EXECUTION)
 
 
+def disconnect(admin_dsn: str, database: str) -> None:
+    """End every connection to `database`. The session's Ray keeps its worker processes, and each
+    keeps the stages of its last runs with their connections (`actors/resident.py`); a test's
+    database is never used again once the test ends, so its fixture ends them, or the suite's
+    server runs out of connections (100) when a busy machine makes Ray start more workers."""
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                     " WHERE datname = %s AND pid <> pg_backend_pid()", (database,))
+
+
 def do_import(memory: Settings, *paths: Path | str, batch_size: int = 4, workers: int = 1,
               **source: object) -> RunReport:
     """`corpusmem import PATHS...` in this process (its Ray is the session's), into `memory`."""
@@ -103,11 +113,9 @@ def clone_example(admin_dsn: str, source: ExampleImport, name: str, root: Path) 
     with its own copy of the object store, so the clone shares nothing with other tests."""
     from sql.store import embedded
 
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        # Ray actors of the import may still hold a connection for a moment after it returned;
-        # PostgreSQL refuses to copy a database anyone is connected to.
-        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                     " WHERE datname = %s AND pid <> pg_backend_pid()", (source.database,))
+    # Ray actors of the import may still hold a connection for a moment after it returned;
+    # PostgreSQL refuses to copy a database anyone is connected to.
+    disconnect(admin_dsn, source.database)
     embedded.ensure_database(admin_dsn, name, template=source.database)
     shutil.copytree(source.object_store, root / "objects")
     return load_settings({}, home=root / "home", dsn=dsn_for(admin_dsn, name),
