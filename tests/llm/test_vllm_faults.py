@@ -4,7 +4,7 @@ with the cause, and the import lands every chunk, each paid once.
 
 (An engine process killed while its actor holds a batch is not tested here: vLLM 0.29's client
 then marks the engine dead and stops, but the requests already sent get no error, and the actor,
-still alive, waits on them for ever. See docs/claims.md.)"""
+still alive, keeps waiting on them. See docs/claims.md.)"""
 
 from __future__ import annotations
 
