@@ -41,6 +41,12 @@ class Turn:
         return f"[{self.dia_id} | {self.said_at.strftime('%Y-%m-%dT%H:%M:%SZ')}] {self.speaker}: {self.text}"
 
 
+def session_markdown(title: str, participants: Sequence[str], turns: Sequence[Turn]) -> str:
+    """A session as the recall benchmarks render it: its title, who takes part, then each turn's
+    line (`Turn.line`), a blank line between them."""
+    return f"# {title}\n\nParticipants: {', '.join(participants)}\n" + "".join(f"\n{t.line}\n" for t in turns)
+
+
 @dataclass(frozen=True)
 class Session:
     conversation: str
@@ -54,9 +60,7 @@ class Session:
         return f"locomo-{self.conversation}-session-{self.number:02d}.md"
 
     def markdown(self) -> str:
-        head = (f"# Conversation {self.conversation}, session {self.number}\n\n"
-                f"Participants: {', '.join(self.speakers)}\n")
-        return head + "".join(f"\n{t.line}\n" for t in self.turns)
+        return session_markdown(f"Conversation {self.conversation}, session {self.number}", self.speakers, self.turns)
 
 
 @dataclass(frozen=True)

@@ -57,9 +57,7 @@ class Session:
         return f"longmemeval-{self.question_id}-session-{self.number:02d}.md"
 
     def markdown(self) -> str:
-        head = (f"# Chat {self.question_id}, session {self.number}\n\n"
-                f"Participants: {', '.join(PARTICIPANTS)}\n")
-        return head + "".join(f"\n{t.line}\n" for t in self.turns)
+        return locomo.session_markdown(f"Chat {self.question_id}, session {self.number}", PARTICIPANTS, self.turns)
 
 
 def parse_date(text: str) -> datetime:

@@ -257,11 +257,15 @@ def bench_longmemeval(args: argparse.Namespace) -> dict[str, Any]:
                        for q, h in scored["evidence"][OPERATION] if not h]}
 
 
-def _table(title: str, rows: dict[str, dict[str, float | int]]) -> list[str]:
-    lines = [f"{title:42} {'all':>6} " + " ".join(f"{'cat ' + str(c):>6}" for c in locomo.CATEGORIES)]
+def _table(title: str, rows: dict[str, dict[str, float | int]],
+           columns: Sequence[tuple[str, str]] = tuple((f"cat {c}", str(c)) for c in locomo.CATEGORIES),
+           width: int = 6) -> list[str]:
+    """A method per line: its "all" figure, then one per (head, key) of `columns`."""
+    lines = [f"{title:42} {'all':>{width}} " + " ".join(f"{head:>{width}}" for head, _ in columns)]
     for method in (m for m in METHODS if m in rows):
         row = rows[method]
-        lines.append(f"  {method:40} {row['all']:>6.3f} " + " ".join(f"{row[str(c)]:>6.3f}" for c in locomo.CATEGORIES))
+        lines.append(f"  {method:40} {row['all']:>{width}.3f} "
+                     + " ".join(f"{row[key]:>{width}.3f}" for _, key in columns))
     return lines
 
 
@@ -307,12 +311,7 @@ _TYPE_HEADS = {"temporal-reasoning": "time", "multi-session": "multi", "knowledg
                "single-session-user": "ss-user", "single-session-assistant": "ss-asst"}
 
 
-def _type_table(title: str, rows: dict[str, dict[str, float | int]]) -> list[str]:
-    lines = [f"{title:42} {'all':>7} " + " ".join(f"{_TYPE_HEADS[t]:>7}" for t in longmemeval.TYPES)]
-    for method in (m for m in METHODS if m in rows):
-        row = rows[method]
-        lines.append(f"  {method:40} {row['all']:>7.3f} " + " ".join(f"{row[t]:>7.3f}" for t in longmemeval.TYPES))
-    return lines
+_TYPE_COLUMNS = tuple((_TYPE_HEADS[t], t) for t in longmemeval.TYPES)
 
 
 def render_longmemeval(results: dict[str, Any]) -> str:
@@ -331,7 +330,7 @@ def render_longmemeval(results: dict[str, Any]) -> str:
     folds = results["folds"]
     fold_names = [f for f in folds["evidence"] if f != "mean"]
     for measure, title in (("evidence", "evidence recall"), ("containment", "answer containment")):
-        lines += _type_table(f"{title}, mean of the held-out folds", folds[measure]["mean"])
+        lines += _table(f"{title}, mean of the held-out folds", folds[measure]["mean"], _TYPE_COLUMNS, 7)
         for f in fold_names:
             best, lead = _lead(folds[measure][f])
             lines.append(f"  fold {f} held out: {OPERATION} {folds[measure][f][OPERATION]['all']:.3f}, "

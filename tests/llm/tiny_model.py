@@ -1,11 +1,6 @@
-"""Tiny models, built here: random weights and a byte-level BPE tokenizer trained on the example
-corpus. The real vLLM engine loads them like any local model folder; structured output holds their
-answers to each schema whatever the weights say. Nothing is downloaded.
-
-No vision-language model is built: every vision model of vLLM 0.29 imports torchvision
-(`vllm/model_executor/models/vision.py` imports its Pixtral module, which imports transformers'
-Pixtral image processor), and the package index's torchvision is built against CUDA's torch
-(its `_C.so` needs `libtorch_cuda.so`), so it fails to import beside the CPU torch."""
+"""A tiny causal language model, built here: random weights and a byte-level BPE tokenizer trained
+on the example corpus. The real vLLM engine loads it like any local model folder; structured
+output holds its answers to each schema whatever the weights say. Nothing is downloaded."""
 
 from __future__ import annotations
 
@@ -13,51 +8,35 @@ from pathlib import Path
 
 from tests.support.paths import ROOT
 
-# The chat template the engine's chat stage applies: the messages, then the assistant's turn. A
-# message's content is text, or a list of parts whose text is read (an image part is left out, as
-# a text model has no place for it).
-CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{% if m['content'] is string %}{{ m['content'] }}"
-                 "{% else %}{% for c in m['content'] %}{% if c['type'] == 'text' %}{{ c['text'] }}"
-                 "{% endif %}{% endfor %}{% endif %}\n{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}")
+# The chat template the engine's chat stage applies: the messages, then the assistant's turn.
+CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+                 "{% if add_generation_prompt %}<|assistant|>{% endif %}")
 SPECIAL = ["<|pad|>", "<|bos|>", "<|eos|>", "<|user|>", "<|system|>", "<|assistant|>"]
 
 
 def corpus() -> list[str]:
-    """What the tokenizers are trained on: the example corpus and the project's prompts."""
+    """What the tokenizer is trained on: the example corpus and the project's prompts."""
     texts = [p.read_text(errors="replace") for p in sorted((ROOT / "examples").rglob("*.md"))]
     return texts + [p.read_text() for p in sorted((ROOT / "pipeline" / "prompts").iterdir())]
 
 
-def _tokenizer(corpus: list[str], vocab_size: int):
+def build(folder: Path, corpus: list[str], *, vocab_size: int = 2048, seed: int = 0) -> Path:
+    """Save a tiny Llama (2 layers, width 128, heads of 64: the CPU attention kernels take no smaller) and its tokenizer in `folder`; return it."""
+    import torch
     from tokenizers import ByteLevelBPETokenizer
-    from transformers import PreTrainedTokenizerFast
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
+    folder.mkdir(parents=True, exist_ok=True)
     bpe = ByteLevelBPETokenizer()
     bpe.train_from_iterator(corpus, vocab_size=vocab_size, min_frequency=1, special_tokens=SPECIAL)
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<|pad|>", bos_token="<|bos|>",
                                         eos_token="<|eos|>")
     tokenizer.chat_template = CHAT_TEMPLATE
-    return tokenizer
-
-
-def _llama(tokenizer):
-    """2 layers, width 128, heads of 64: the CPU attention kernels take no smaller."""
-    from transformers import LlamaConfig
-
-    return LlamaConfig(vocab_size=len(tokenizer), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-                       num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=8192,
-                       bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                       pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True, torch_dtype="float32")
-
-
-def build(folder: Path, corpus: list[str], *, vocab_size: int = 2048, seed: int = 0) -> Path:
-    """Save a tiny Llama and its tokenizer in `folder`; return it."""
-    import torch
-    from transformers import LlamaForCausalLM
-
-    folder.mkdir(parents=True, exist_ok=True)
-    tokenizer = _tokenizer(corpus, vocab_size)
     tokenizer.save_pretrained(folder)
     torch.manual_seed(seed)
-    LlamaForCausalLM(_llama(tokenizer)).save_pretrained(folder)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=8192,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True, torch_dtype="float32")
+    LlamaForCausalLM(config).save_pretrained(folder)
     return folder
