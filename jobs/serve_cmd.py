@@ -22,7 +22,7 @@ def start(settings: Settings, host: str, port: int) -> str:
 
     from actors.embedder import model_dimension
     from serve import admission, auth
-    from serve.deployment import APP_NAME, HEALTH_CHECK_PERIOD_S, application
+    from serve.deployment import APP_NAME, HEALTH_CHECK_PERIOD_S, application, direct_ingress_env
     from serve.replica import DeploymentInfo
     from sql.store import authority as store
     from sql.write import reconcile
@@ -35,9 +35,22 @@ def start(settings: Settings, host: str, port: int) -> str:
         origins = auth.parse_origins(settings.cors_origins)
     except (auth.CredentialError, auth.OriginError) as err:
         raise SettingsError(f"invalid setting: {err}") from None
+    _check_port_free(host, port)
     # read by Serve's controller in the Ray this process starts
     os.environ.setdefault("RAY_SERVE_PROXY_HEALTH_CHECK_PERIOD_S", str(HEALTH_CHECK_PERIOD_S))
-    resources = runtime.init_ray(quiet=True, job_name="corpusmem serve", serves=True)
+    # One replica on a Ray of this process's own answers on `port` itself. A cluster's Ray was
+    # started without these settings, and several replicas need one address in front of them:
+    # there Serve's proxy takes `port`.
+    direct = direct_ingress_env(port) if settings.serve_replicas == 1 and \
+        os.environ.get("RAY_ADDRESS") in (None, "", "local") else {}
+    os.environ.update(direct)   # the raylet this process starts passes them to Serve's processes
+    try:
+        resources = runtime.init_ray(quiet=True, job_name="corpusmem serve", serves=True)
+    finally:
+        for name in direct:
+            del os.environ[name]
+    if not runtime.started_ray():
+        direct = {}   # it joined a Ray that `ray start` left running
     runtime.check_shared(settings)
     model = runtime.embedding_model(settings, store.resolve_dsn(settings), gpu=resources.get("GPU", 0) >= 1)
     authority = store.open_store(settings, embedding_model=model.pin, embedding_dim=model_dimension(model),
@@ -56,7 +69,8 @@ def start(settings: Settings, host: str, port: int) -> str:
     if host not in ("127.0.0.1", "localhost", "::1") and not (credentials or tokens.enabled):
         print(f"warning: serving {host} without credentials: anyone who can reach it can read and change "
               "the memory (set CORPUSMEM_API_TOKENS or CORPUSMEM_API_JWT_*)", file=sys.stderr)
-    serve.start(http_options={"host": host, "port": port})
+    # with the replica on `port`, Serve's proxy, which nobody calls, takes another
+    serve.start(http_options={"host": host, "port": runtime.free_port() if direct else port})
     # a GPU holds the questions' model in the embedder deployment; on CPUs each replica holds it
     gpu = resources.get("GPU", 0) >= 1 and settings.embedding_device in ("auto", "cuda")
     device = "cuda" if model.execution == "torch" and (gpu or settings.embedding_device == "cuda") else "cpu"
@@ -65,6 +79,21 @@ def start(settings: Settings, host: str, port: int) -> str:
                                  "graph": settings.pool_graph}),
               name=APP_NAME, route_prefix="/")
     return f"http://{host}:{port}"
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Refuse a port something already listens on, before Ray starts: Serve would only log
+    that it cannot bind it, and retry, while the command waited."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as err:
+            raise SettingsError(f"cannot serve on {host}:{port}: {err.strerror} (is another server on it? "
+                                "--port picks another)") from None
 
 
 def main(settings: Settings, args: argparse.Namespace) -> int:

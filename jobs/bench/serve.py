@@ -137,6 +137,11 @@ class Queries:
     claim_texts: list[str]     # claim texts, for facts_context and claims_and_sources_context
     claim_vectors: list[Any]   # the stored vectors of those claim texts, for the floor
 
+    def part(self, start: int, count: int) -> Queries:
+        """`count` of them from `start`: each run asks its own questions."""
+        return Queries(self.names[start:start + count], self.claim_texts[start:start + count],
+                       self.claim_vectors[start:start + count])
+
 
 def draw_queries(dsn: str, count: int, seed: int) -> Queries:
     """`count` entity names and `count` claims with their vectors, in a seeded order of their ids
@@ -372,26 +377,35 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         "machine": {"cpus": os.cpu_count(), "load_at_start": [round(x, 2) for x in os.getloadavg()]},
         "serve": {"replicas": settings.serve_replicas, "pool_retrieval": settings.pool_retrieval},
         "requests": args.requests, "seed": args.seed, "runs": []}
-    queries = draw_queries(dsn, args.requests, args.seed)
+    # Every run asks questions no earlier run asked: the server remembers the vectors of the
+    # questions it was asked, and PostgreSQL's cache keeps what they read.
+    runs = [FLOOR, *OPERATIONS]
+    asked = _WARM_UP + 2 * args.requests
+    queries = draw_queries(dsn, len(runs) * asked, args.seed)
+    if len(set(queries.claim_texts)) < len(queries.claim_texts):
+        print(f"note: the memory holds fewer than {len(queries.claim_texts)} distinct claim texts; some questions "
+              "are asked twice", file=sys.stderr, flush=True)
     print(f"starting corpusmem serve on {home}", file=sys.stderr, flush=True)
     started = time.perf_counter()
     server, url = start_server(home, work / "serve.log")
     results["serve"]["start_seconds"] = round(time.perf_counter() - started, 1)
     try:
-        targets: dict[str, tuple[ClientFactory, list[Any]]] = {
-            FLOOR: (bare_client(dsn), queries.claim_vectors)}
-        for name in OPERATIONS:
-            targets[name] = (http_client(url, name), operation_bodies(name, queries))
-        for name, (open_client, requests) in targets.items():
-            warm = run_load(name, open_client, requests[:_WARM_UP], 1)
+        def requests(name: str, start: int, count: int) -> list[Any]:
+            mine = queries.part(runs.index(name) * asked + start, count)
+            return mine.claim_vectors if name == FLOOR else operation_bodies(name, mine)
+
+        clients_of = {name: bare_client(dsn) if name == FLOOR else http_client(url, name) for name in runs}
+        for name in runs:
+            warm = run_load(name, clients_of[name], requests(name, 0, _WARM_UP), 1)
             if warm.errors:
                 raise SystemExit(f"corpusmem bench serve: {name} fails before any load: {warm.errors[0]}")
         # each client count measures the floor and every operation in turn, so a change in the
         # machine's background load falls on all of them alike
-        for clients in (1, args.clients):
-            for name, (open_client, requests) in targets.items():
-                print(f"{name}: {len(requests)} requests from {clients} client(s)", file=sys.stderr, flush=True)
-                results["runs"].append(summarize(run_load(name, open_client, requests, clients)))
+        for i, clients in enumerate((1, args.clients)):
+            for name in runs:
+                asking = requests(name, _WARM_UP + i * args.requests, args.requests)
+                print(f"{name}: {len(asking)} requests from {clients} client(s)", file=sys.stderr, flush=True)
+                results["runs"].append(summarize(run_load(name, clients_of[name], asking, clients)))
     finally:
         stop_server(server)
     results["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -194,6 +195,19 @@ def test_serve_stops_on_sigterm_within_10_s_and_leaves_nothing_running(home: Pat
     left = [proc for proc in before if _running(proc)] + _processes(session=server.pid, home=home)
     assert not left, _describe(left)
     assert not (home / "pg" / "postmaster.pid").exists()
+
+
+def test_serve_refuses_a_port_in_use_before_it_starts_anything(home: Path):
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        run = subprocess.run([sys.executable, "-m", "jobs.cli", "serve", "--port", str(port)], cwd=ROOT,
+                             env=_env(home), capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2, run.stderr[-3000:]
+    assert f"corpusmem: cannot serve on 127.0.0.1:{port}: Address already in use" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr
+    assert not _processes(home=home)   # neither Ray nor PostgreSQL was started
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,10 @@ its own venv: tests/support/remember_venv.py)."""
 from __future__ import annotations
 
 import json
+import os
 
 import httpx
+import psutil
 import pytest
 
 from tests.support import remember_venv
@@ -92,3 +94,40 @@ def test_search_with_the_question_in_the_body_through_ray_serve(served):
     [doc] = httpx.get(f"{served}/documents", params={"limit": 1}, timeout=60).json()["documents"]
     versions = httpx.get(f"{served}/documents/{doc['doc_id']}/versions", timeout=60).json()["versions"]
     assert versions[0]["version_id"] == doc["latest"]["version_id"] and versions[0]["ingested_by"] is None
+
+
+def _without_instants(value):
+    """An answer without the instants it was evaluated, believed and read at, which differ per call."""
+    if isinstance(value, dict):
+        return {k: _without_instants(v) for k, v in value.items() if k not in ("evaluated_at", "believed_at", "pg_live_ts")}
+    if isinstance(value, list):
+        return [_without_instants(v) for v in value]
+    return value
+
+
+def _answers_http(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=10).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def test_the_served_port_is_the_api_replicas_own_and_answers_as_serves_proxy_does(served):
+    """One replica on its own Ray serves HTTP itself (Serve's direct ingress): the port the server
+    printed is the replica's, and Serve's proxy, on another port, gives the same answers."""
+    port = int(served.rsplit(":", 1)[1])
+    listening = {c.laddr.port: c.pid for c in psutil.net_connections("tcp") if c.status == psutil.CONN_LISTEN and c.pid}
+    replica = psutil.Process(listening[port])
+    assert "ServeReplica:corpusmem:Api" in " ".join(replica.cmdline()), replica.cmdline()
+    proxy_ports = [p for p, pid in listening.items() if os.getsid(pid) == os.getsid(replica.pid)
+                   and "ProxyActor" in " ".join(psutil.Process(pid).cmdline())]
+    proxies = [p for p in proxy_ports if _answers_http(f"http://127.0.0.1:{p}/healthz")]   # not its gRPC port
+    assert len(proxies) == 1, (listening, proxy_ports)
+    bodies = {"facts_context": {"query": "who leads the billing migration", "time": {"mode": "current"}},
+              "claims_and_sources_context": {"query": "billing migration cutover"},
+              "resolve_entity": {"name": "Dana"}}
+    for name, body in bodies.items():
+        direct, proxied = (httpx.post(f"http://127.0.0.1:{p}/operations/{name}", json=body, timeout=60)
+                           for p in (port, proxies[0]))
+        assert direct.status_code == proxied.status_code == 200, (direct.text, proxied.text)
+        assert _without_instants(direct.json()) == _without_instants(proxied.json()), name
