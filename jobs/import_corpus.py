@@ -17,6 +17,7 @@ Also runnable as a Ray job: `ray job submit --working-dir . -- python -m jobs.im
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import sys
 import threading
@@ -24,6 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from actors import engine_watch
 from actors.embedder import model_dimension
 from actors.extractor import BACKENDS, ExtractorConfig
 from actors.retries import RetryPolicy
@@ -80,15 +82,18 @@ def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmP
     llm = llm or extract_llm.for_extractor(options.extractor, resources)
     embedding = Embedding.for_cluster(model, resources, options.workers, device=settings.embedding_device,
                                       batch_size=settings.embed_batch)
-    pipeline = _document_stages(options, settings, resources, embedding, llm,
-                                describe or describing.for_settings(settings, resources, options.batch_size))
+    describe = describe or describing.for_settings(settings, resources, options.batch_size)
+    pipeline = _document_stages(options, settings, resources, embedding, llm, describe)
     authority = store.open_store(settings, embedding_model=model.pin, embedding_dim=model_dimension(model),
                                  build_revision=runtime.build_revision())
     run = _start_run(authority.dsn, options, settings, pure_tasks(resources))
     report, owner, progress = RunReport(run.run_id, embedding=model.summary()), _owner(authority.dsn, run.run_id), None
     pipeline_started, finished = time.perf_counter(), threading.Event()
     runtime.watch_ray(finished, gcs=True)
+    engines = contextlib.ExitStack()
     try:
+        if llm is not None or describe is not None:   # vLLM's engines: the LLM pass, the describer, the normalizer
+            report.engines_ended = engines.enter_context(engine_watch.watching())
         runs.hold_run(owner, run.run_id)
         reading = options.documents.take(run, owner)
         progress = Progress(report, reading.total, enabled=options.progress)
@@ -108,6 +113,7 @@ def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmP
                   "interrupted, and running the import again resumes it", file=sys.stderr, flush=True)
         raise
     finally:
+        engines.close()
         finished.set()
         _finish(owner, report, progress, started=started, started_at=started_at, pipeline_started=pipeline_started)
     return report

@@ -117,6 +117,7 @@ class RunReport:
     ray_job: dict[str, str | None] = field(default_factory=dict)   # `runtime.job_info`
     nodes: dict[str, dict[str, int]] = field(default_factory=dict)  # `runtime.placements`
     embedding: dict[str, Any] = field(default_factory=dict)   # the run's model and execution: `ModelRef.summary`
+    engines_ended: list[dict[str, Any]] = field(default_factory=list)   # `actors.engine_watch.watching`
 
     def add(self, row: dict[str, Any]) -> None:
         if row["outcome"] == records.EXTRACTED:   # the LLM stages' claims, not a document
@@ -179,7 +180,7 @@ class RunReport:
                 "stage_cpu_seconds": {k: round(v, 3) for k, v in self.stage_cpu_seconds.items()},
                 "wall_seconds": round(self.wall_seconds, 3),
                 "pipeline_seconds": round(self.pipeline_seconds, 3), "ray_job": self.ray_job, "nodes": self.nodes,
-                "embedding": self.embedding}
+                "embedding": self.embedding, "engines_ended": self.engines_ended}
 
     def render(self) -> str:
         c = self.counts
@@ -205,6 +206,7 @@ class RunReport:
             f"{c['vectors_cached']} taken from a text already encoded in this run",
             f"  OCR              {c['ocr_pages']} pages in {self.stage_seconds.get('ocr', 0.0):.2f} busy s",
             *self._render_described(),
+            *self._render_engines(),
             *self._render_embedding(),
             "  busy seconds per stage (summed over workers), and in brackets the CPU seconds they spent:",
             "    " + "  ".join(f"{s} {self.stage_seconds.get(s, 0.0):.2f} ({self.stage_cpu_seconds.get(s, 0.0):.2f})"
@@ -226,6 +228,15 @@ class RunReport:
         why = ", ".join(f"{reason} {n}" for reason, n in sorted(self.description_failures.items()))
         return [f"  described        {c['described_pages']} pages by a vision model, {c['descriptions_failed']} not"
                 + (f" ({why})" if why else "")]
+
+    def _render_engines(self) -> list[str]:
+        """The vLLM engines that ended under the run, whose workers were ended so that Ray started
+        them again, in a run that had any."""
+        if not self.engines_ended:
+            return []
+        return [f"  vLLM engines     {len(self.engines_ended)} ended under the run; Ray started their workers again "
+                "and sent their batches again: " + ", ".join(f"worker {e['worker']} after {e['waited_s']:.0f} s"
+                                                            for e in self.engines_ended)]
 
     def _render_embedding(self) -> list[str]:
         if not self.embedding:

@@ -211,7 +211,15 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str |
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = not quiet
     ctx.print_on_execution_start = not quiet
+    ctx.max_consecutive_actor_init_deaths = ACTOR_START_DEATHS
     return ray.cluster_resources()
+
+
+# An actor of a stage that dies while it starts (its process killed, a vLLM engine lost during its
+# start: "Engine core initialization failed") is replaced by a fresh one this many times in a row
+# before the run fails; Ray Data's default, 0, failed the whole run at the first. A start that
+# always fails (a model that cannot load) still fails the run, after this many more tries.
+ACTOR_START_DEATHS = 2
 
 
 # In the environment of `corpusmem serve`, and so of the raylet of the Ray it starts.
