@@ -123,8 +123,8 @@ async def facts_context(conn: Conn, query: str, *, time: facts_retrieval.TimeQue
 TRANSCRIPT_LIMIT = 40
 
 
-async def _results(conn: Conn, rows: list[tuple], time: facts_retrieval.TimeQuery, at: datetime) -> list[m.FactResult]:
-    found = [f for f in (facts_retrieval.result_from_row(r, time, at) for r in rows) if f is not None]
+async def _results(conn: Conn, rows: list[tuple]) -> list[m.FactResult]:
+    found = [f for f in map(facts_retrieval.result_from_row, rows) if f is not None]
     await facts_retrieval.attach_co_members(conn, found)
     return [fact_result(f) for f in found]
 
@@ -142,7 +142,7 @@ async def lookup_relations(conn: Conn, *, subject: str | None, predicate: str | 
     time = facts_retrieval.TimeQuery("at", at=valid_at) if valid_at else facts_retrieval.TimeQuery()
     rows = await read_queries.lookup_relations(conn, subject=subject, predicate=predicate, obj=obj,
                                                at=valid_at or at, k=k)
-    facts, truncation = _cut(await _results(conn, rows, time, at), k, "lookup_k_limit")
+    facts, truncation = _cut(await _results(conn, rows), k, "lookup_k_limit")
     negative = None if facts else m.Negative(kind="known_empty", explanation="no live relation matches")
     return _envelope("fact", at, time, facts=tuple(facts), truncation=truncation, negative=negative)
 
@@ -150,7 +150,7 @@ async def lookup_relations(conn: Conn, *, subject: str | None, predicate: str | 
 async def lookup_observations(conn: Conn, entity_id: str, k: int, vector: Any = None) -> m.Envelope:
     at = now()
     rows = await read_queries.lookup_observations(conn, entity_id, at, k, vector)
-    facts, truncation = _cut(await _results(conn, rows, facts_retrieval.TimeQuery(), at), k, "lookup_k_limit")
+    facts, truncation = _cut(await _results(conn, rows), k, "lookup_k_limit")
     negative = None if facts else m.Negative(kind="known_empty", explanation="no live observation on this entity")
     return _envelope("fact", at, facts=tuple(facts), truncation=truncation, negative=negative)
 
@@ -158,13 +158,13 @@ async def lookup_observations(conn: Conn, entity_id: str, k: int, vector: Any = 
 async def hydrate_relation(conn: Conn, relation_id: str) -> m.Envelope:
     """The relation (invalidated ones too: this is the audit path), all its claims and sources."""
     at = now()
-    row = await read_queries.fact_row(conn, relation_id)
+    row = await read_queries.fact_row(conn, relation_id, facts_retrieval.TimeQuery("history").span(at))
     if row is None or row[1] != "relation":
         return _envelope("composite", at, negative=m.Negative(kind="unknown_entity",
                                                              explanation=f"no relation {relation_id}"))
-    [fact] = await _results(conn, [row[:12]], facts_retrieval.TimeQuery("history"), at) or [None]
+    [fact] = await _results(conn, [row[:14]]) or [None]
     if fact is None:  # a window that began after now: hydration still reports it
-        fact = fact_result(facts_retrieval.result_from_row(row[:12], None, at))
+        fact = fact_result(facts_retrieval.result_from_row(row[:14], keep_any=True))
     claims = await read_queries.all_evidence(conn, relation_id)
     sources = [m.SourceRecord(doc_id=d, title=t, source_kind=k, markdown_uri=uri)
                for d, t, k, uri in await read_queries.sources(conn, sorted({str(c["doc_id"]) for c in claims}))]
@@ -174,7 +174,7 @@ async def hydrate_relation(conn: Conn, relation_id: str) -> m.Envelope:
 
 async def transcript_relation(conn: Conn, relation_id: str) -> m.Envelope:
     at = now()
-    row = await read_queries.fact_row(conn, relation_id)
+    row = await read_queries.fact_row(conn, relation_id, facts_retrieval.TimeQuery("history").span(at))
     if row is None or row[1] != "relation":
         return _envelope("composite", at, negative=m.Negative(kind="unknown_entity",
                                                              explanation=f"no relation {relation_id}"))

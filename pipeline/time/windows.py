@@ -1,4 +1,5 @@
-"""World-time windows of facts, and which facts a time question selects.
+"""World-time windows of facts, as the adjudication reads and writes them. Which facts a time
+question selects is memory_v1's rule, in SQL (`read_queries.MATCHED_FACT_COLUMNS`).
 
 A claim stores its bounds as the source stated them, with an inclusive end; a fact stores the
 canonical interval with an exclusive end: "in 2025" is [2025-01-01, 2026-01-01). Precision is
@@ -23,11 +24,6 @@ class Window:
     @property
     def known(self) -> bool:
         return self.valid_from is not None or self.valid_until is not None
-
-    @property
-    def complete(self) -> bool:
-        """Both ends known, or a known start that is `open`."""
-        return self.valid_from is not None and (self.valid_until is not None or self.precision == "open")
 
     def as_dict(self) -> dict:
         return {"valid_from": _iso(self.valid_from), "valid_until": _iso(self.valid_until),
@@ -124,30 +120,6 @@ def _coarser(a: str, b: str) -> str:
     if b not in RANK:
         return a
     return a if RANK[a] >= RANK[b] else b
-
-
-# --- time modes of a read ------------------------------------------------------------------
-
-def temporal_match(w: Window, mode: str, *, now: datetime, at: datetime | None = None,
-                   start: datetime | None = None, end: datetime | None = None) -> str | None:
-    """`confirmed`, `possible`, or None when the window rules the fact out of the question.
-
-    current: true now; at: true at `at`; overlap: shares an instant with [start, end] (inclusive);
-    history: began at or before now."""
-    if mode == "current":
-        ok = holds_at(w, now)
-    elif mode == "at":
-        ok = holds_at(w, at)
-    elif mode == "overlap":
-        ok = not ((w.valid_from is not None and w.valid_from > end) or
-                  (w.valid_until is not None and w.valid_until <= start))
-    elif mode == "history":
-        ok = w.valid_from is None or w.valid_from <= now
-    else:
-        raise ValueError(f"unknown time mode {mode!r}")
-    if not ok:
-        return None
-    return "confirmed" if w.complete else "possible"
 
 
 def for_assertion(valid_from: datetime | None, valid_until: datetime | None, precision: str, kind: str | None,

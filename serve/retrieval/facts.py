@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from pipeline.time import windows
-from pipeline.time.windows import Window
 from serve.retrieval import confirmation, fusion
 from sql.read import facts_queries, read_queries
 from sql.read.read_queries import Conn
@@ -51,6 +49,14 @@ class TimeQuery:
         if self.mode == "overlap" and self.start > self.end:
             raise BadTimeQuery("overlap needs start <= end")
 
+    def span(self, now: datetime) -> dict[str, datetime | None]:
+        """The question as the span a fact's window must meet (`read_queries.MATCHED_FACT_COLUMNS`):
+        begun by `begun_by` and not ended at `ends_after`. current and at: true at an instant;
+        overlap: shares an instant with [start, end], both inclusive; history: began by now."""
+        begun_by, ends_after = {"current": (now, now), "at": (self.at, self.at), "overlap": (self.end, self.start),
+                                "history": (now, None)}[self.mode]
+        return {"begun_by": begun_by, "ends_after": ends_after}
+
 
 @dataclass
 class FactResult:
@@ -81,18 +87,15 @@ def _validity(row: tuple) -> dict[str, Any]:
             "invalidated_at": row[8]}
 
 
-def result_from_row(row: tuple, time: TimeQuery | None, now: datetime) -> FactResult | None:
-    """A fact row (`facts_queries.FACT_COLUMNS`) as a result, or None when its window rules it out of `time`
-    (`time` None: every fact, matched as `history` would)."""
-    window = Window(row[4], row[5], row[6], row[11])
-    t = time or TimeQuery("history")
-    match = windows.temporal_match(window, t.mode, now=now, at=t.at, start=t.start, end=t.end)
-    if match is None:
-        if time is not None:
-            return None
-        match = "confirmed" if window.complete else "possible"
+def result_from_row(row: tuple, *, keep_any: bool = False) -> FactResult | None:
+    """A fact row (`read_queries.MATCHED_FACT_COLUMNS`) as a result, or None when its window rules
+    it out of the time question it was read for (`keep_any`: never)."""
+    holds, complete = row[12], row[13]
+    if not holds and not keep_any:
+        return None
     return FactResult(fact_id=row[0], kind=row[1], label=row[2], evidence_count=row[3], validity=_validity(row),
-                      temporal_match=match, support=row[10], contradiction_group=row[9])
+                      temporal_match="confirmed" if complete else "possible", support=row[10],
+                      contradiction_group=row[9])
 
 
 async def facts(conn: Conn, *, entity_ids: list[str] | None = None, text: str | None = None,
@@ -144,8 +147,10 @@ async def confirm_best(conn: Conn, ranked: list[str], time: TimeQuery, now: date
     confirmed a page at a time until there are more than `k` (`confirmation.best_pages`); with
     how many candidates were read and how many of them were confirmed. Confirming all 200
     nominees cost 7.5 ms of a request that serves 15."""
+    span = time.span(now)
+
     async def confirm(page: list[str]) -> list[tuple[tuple, FactResult | None]]:
-        return [(row, result_from_row(row, time, now)) for row in await facts_queries.confirm(conn, page)]
+        return [(row, result_from_row(row)) for row in await facts_queries.confirm(conn, page, span)]
 
     confirmed, read = await confirmation.best_pages(
         confirm, ranked, page=max(2 * k, 50), enough=lambda got: sum(r is not None for _, r in got) > k)

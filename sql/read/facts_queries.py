@@ -15,16 +15,12 @@ import psycopg
 from pgvector.psycopg import register_vector_async
 
 from pipeline.facts import names
-from sql.read.read_queries import Conn, fetch, servable
+from sql.read.read_queries import FACT_COLUMNS, MATCHED_FACT_COLUMNS, Conn, fetch, servable
 
 T = TypeVar("T")
 
 CANDIDATES = 200
 PROFILE_ENTITIES = 20   # entities whose profiles nominate their facts
-
-# The columns every fact result is built from (`serve.retrieval.facts.result_from_row`).
-FACT_COLUMNS = ("f.fact_id::text, f.kind, f.label, f.evidence_count, f.valid_from, f.valid_until, f.valid_precision,"
-                " f.ingested_at, f.invalidated_at, f.contradiction_group::text, f.support, f.window_source")
 
 
 def read(dsn: str, question: Callable[[Conn], Awaitable[T]]) -> T:
@@ -126,11 +122,11 @@ async def best_profiles(conn: Conn, vector: Any) -> list[str]:
         (vector, PROFILE_ENTITIES))]
 
 
-async def confirm(conn: Conn, ids: list[str]) -> list[tuple]:
-    """The nominated facts the memory holds now, in nomination order."""
-    return await fetch(conn, f"SELECT {FACT_COLUMNS} FROM facts f WHERE f.fact_id = ANY(%(ids)s::uuid[])"
+async def confirm(conn: Conn, ids: list[str], span: dict[str, Any]) -> list[tuple]:
+    """The nominated facts the memory holds now, in nomination order, matched to `span`."""
+    return await fetch(conn, f"SELECT {MATCHED_FACT_COLUMNS} FROM facts f WHERE f.fact_id = ANY(%(ids)s::uuid[])"
                              f" AND {servable('fact', 'f')} ORDER BY array_position(%(ids)s::uuid[], f.fact_id)",
-                       {"ids": ids})
+                       {"ids": ids, **span})
 
 
 async def group_members(conn: Conn, groups: list[str]) -> list[tuple]:

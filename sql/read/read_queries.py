@@ -140,21 +140,31 @@ async def context_hits(conn: Conn, candidates: list[str], context: list[str]) ->
         " GROUP BY 1", (candidates, context, context)))
 
 
-_FACT_COLUMNS = ("f.fact_id::text, f.kind, f.label, f.evidence_count, f.valid_from, f.valid_until, f.valid_precision,"
-                 " f.ingested_at, f.invalidated_at, f.contradiction_group::text, f.support, f.window_source")
+# The columns every fact result is built from (`serve.retrieval.facts.result_from_row`).
+FACT_COLUMNS = ("f.fact_id::text, f.kind, f.label, f.evidence_count, f.valid_from, f.valid_until, f.valid_precision,"
+                " f.ingested_at, f.invalidated_at, f.contradiction_group::text, f.support, f.window_source")
+# Those columns, then whether the fact's window keeps it in a time question and whether that match
+# is confirmed rather than possible: memory_v1's rules of world time (0016's `may_hold`, an
+# unknown bound open; `window_complete`), which the read API shares rather than restates. A time
+# question is a span (`TimeQuery.span`): the window began by `begun_by`, and had not ended at
+# `ends_after` (no end condition where that is NULL).
+MATCHED_FACT_COLUMNS = (
+    FACT_COLUMNS + ", memory_v1_private.may_hold(f.valid_from, NULL, %(begun_by)s)"
+    " AND (%(ends_after)s::timestamptz IS NULL OR memory_v1_private.may_hold(NULL, f.valid_until, %(ends_after)s))"
+    ", memory_v1_private.window_complete(f.valid_from, f.valid_until, f.valid_precision)")
 
 
 async def lookup_relations(conn: Conn, *, subject: str | None, predicate: str | None, obj: str | None,
                            at: Any, k: int) -> list[tuple]:
     """Live relations whose window covers `at` (an unknown bound is open on that side), strongest
-    evidence first; k + 1 rows so the caller knows whether more exist."""
+    evidence first, matched at `at`; k + 1 rows so the caller knows whether more exist."""
     return await fetch(
-        conn, f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.kind = 'relation' AND {servable('fact', 'f')}"
+        conn, f"SELECT {MATCHED_FACT_COLUMNS} FROM facts f WHERE f.kind = 'relation' AND {servable('fact', 'f')}"
         " AND (%(s)s::uuid IS NULL OR f.subject_id = %(s)s::uuid) AND (%(p)s::text IS NULL OR f.predicate = %(p)s)"
         " AND (%(o)s::uuid IS NULL OR f.object_id = %(o)s::uuid)"
         " AND memory_v1_private.may_hold(f.valid_from, f.valid_until, %(at)s)"
         " ORDER BY f.evidence_count DESC, f.ingested_at DESC, f.fact_id LIMIT %(k)s",
-        {"s": subject, "p": predicate, "o": obj, "at": at, "k": k + 1})
+        {"s": subject, "p": predicate, "o": obj, "at": at, "k": k + 1, "begun_by": at, "ends_after": at})
 
 
 async def lookup_observations(conn: Conn, entity_id: str, at: Any, k: int,
@@ -162,16 +172,17 @@ async def lookup_observations(conn: Conn, entity_id: str, at: Any, k: int,
     order = "f.embedding <=> %(v)b, f.fact_id" if vector is not None else \
         "f.evidence_count DESC, f.ingested_at DESC, f.fact_id"
     return await fetch(
-        conn, f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.kind = 'observation' AND {servable('fact', 'f')}"
+        conn, f"SELECT {MATCHED_FACT_COLUMNS} FROM facts f WHERE f.kind = 'observation' AND {servable('fact', 'f')}"
         " AND f.subject_id = %(e)s AND memory_v1_private.may_hold(f.valid_from, f.valid_until, %(at)s)"
         + (" AND f.embedding IS NOT NULL" if vector is not None else "") +
-        f" ORDER BY {order} LIMIT %(k)s", {"e": entity_id, "at": at, "k": k + 1, "v": vector})
+        f" ORDER BY {order} LIMIT %(k)s",
+        {"e": entity_id, "at": at, "k": k + 1, "v": vector, "begun_by": at, "ends_after": at})
 
 
-async def fact_row(conn: Conn, fact_id: str) -> tuple | None:
-    """A fact with surviving provenance, retracted or not (the audit path)."""
-    return await fetch_one(conn, f"SELECT {_FACT_COLUMNS}, f.subject_id::text, f.object_id::text FROM facts f"
-                           f" WHERE f.fact_id = %s AND {servable('visible_fact', 'f')}", (fact_id,))
+async def fact_row(conn: Conn, fact_id: str, span: dict[str, Any]) -> tuple | None:
+    """A fact with surviving provenance, retracted or not (the audit path), matched to `span`."""
+    return await fetch_one(conn, f"SELECT {MATCHED_FACT_COLUMNS}, f.subject_id::text, f.object_id::text FROM facts f"
+                           f" WHERE f.fact_id = %(id)s AND {servable('visible_fact', 'f')}", {"id": fact_id, **span})
 
 
 async def all_evidence(conn: Conn, fact_id: str) -> list[dict[str, Any]]:

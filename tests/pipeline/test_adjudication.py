@@ -181,10 +181,10 @@ def test_after_supersession_current_returns_only_the_successor_and_history_both(
                        relation("d", DANA, "other:leads", BILLING, anchor=BILLING, window=since(day(2026, 6, 1)),
                                 said=day(2026, 5, 22)))
     r, d = only(state, "Ravi leads billing migration"), only(state, "Dana leads billing migration")
-    assert windows.temporal_match(r.window, "current", now=EVALUATED) is None
-    assert windows.temporal_match(d.window, "current", now=EVALUATED) == "confirmed"
-    assert windows.temporal_match(r.window, "history", now=EVALUATED) is not None
-    assert windows.temporal_match(d.window, "history", now=EVALUATED) is not None
+    # (which time questions then select each is memory_v1's rule: tests/sql/test_window_match.py)
+    assert not windows.holds_at(r.window, EVALUATED) and windows.holds_at(d.window, EVALUATED)
+    assert d.window == since(day(2026, 6, 1))
+    assert all(f.window.valid_from is None or f.window.valid_from <= EVALUATED for f in (r, d))   # history: both
 
 
 def test_an_undated_handover_closes_the_old_leader_at_the_documents_day():
@@ -291,9 +291,8 @@ def test_a_move_closes_the_earlier_relation_at_the_moves_date():
     # The retro's claim is said-on evidence of the billing fact too (the seed's three-clocks table).
     assert evidence_on(state, billing) == [("claim-kick", "supports"), ("claim-retro", "supports")]
     # The worked example, queried on 2026-09-23.
-    assert windows.temporal_match(billing.window, "current", now=EVALUATED) is None
-    assert windows.temporal_match(search.window, "current", now=EVALUATED) == "confirmed"
-    assert windows.temporal_match(billing.window, "at", now=EVALUATED, at=day(2026, 3, 1)) == "confirmed"
+    assert not windows.holds_at(billing.window, EVALUATED) and windows.holds_at(search.window, EVALUATED)
+    assert windows.holds_at(billing.window, day(2026, 3, 1))
 
 
 def test_a_move_that_names_nothing_it_ends_leaves_the_earlier_relation_open():
@@ -336,8 +335,7 @@ def test_two_cutover_dates_for_the_same_cutover_form_a_contradiction_group():
     assert on_a.features["group_id"] == on_b.features["group_id"] == a.contradiction_group
     # Both sides stay current.
     assert a.window == b.window == NONE and a.superseded_by is None and b.superseded_by is None
-    assert windows.temporal_match(a.window, "current", now=EVALUATED) == "possible"
-    assert windows.temporal_match(b.window, "current", now=EVALUATED) == "possible"
+    assert windows.holds_at(a.window, EVALUATED) and windows.holds_at(b.window, EVALUATED)
 
 
 def test_a_third_disagreeing_value_joins_the_same_group():
@@ -359,8 +357,8 @@ def test_a_date_change_supersedes_the_earlier_value_instead_of_contradicting():
     assert old.contradiction_group is None and new.contradiction_group is None
     assert state.writes.groups == []
     assert "contradict" not in [d.outcome for d in state.writes.decisions]
-    assert windows.temporal_match(old.window, "current", now=EVALUATED) is None
-    assert windows.temporal_match(new.window, "current", now=EVALUATED) == "confirmed"
+    assert not windows.holds_at(old.window, EVALUATED) and windows.holds_at(new.window, EVALUATED)
+    assert new.window.valid_from is not None and new.window.precision == "open"
 
 
 def test_a_month_and_a_day_in_it_are_the_same_cutover():

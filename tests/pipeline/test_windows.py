@@ -1,4 +1,5 @@
-"""windows: a fact's world-time window, read from its claim, and which facts a time question selects.
+"""windows: a fact's world-time window, read from its claim (which facts a time question selects:
+tests/sql/test_window_match.py).
 
 Spec: Facts (seed lines 1051-1224), Time (1365-1634).
 """
@@ -19,12 +20,10 @@ from pipeline.time.windows import (
     for_assertion,
     from_claim,
     said_on,
-    temporal_match,
 )
 
 KICKOFF = datetime(2026, 1, 15, 10, 0, tzinfo=UTC)  # the spec's kickoff notes
 RETRO = datetime(2026, 6, 12, 14, 0, tzinfo=UTC)    # the spec's retro notes
-EVALUATED = datetime(2026, 9, 23, tzinfo=UTC)       # the worked example's "now"
 
 
 def day(y: int, m: int, d: int) -> datetime:
@@ -65,7 +64,6 @@ def test_an_instant_lasts_one_second():
 def test_open_stays_open_with_no_end():
     w = from_claim(day(2026, 1, 14), None, "open")       # "since 2026-01-14"
     assert w == Window(day(2026, 1, 14), None, "open", "stated")
-    assert w.complete
 
 
 def test_unknown_precision_gives_no_window_even_with_bounds():
@@ -81,13 +79,13 @@ def test_no_bounds_gives_no_window_whatever_the_precision():
 def test_an_end_without_a_start_stays_partial():
     w = from_claim(None, day(2025, 12, 31), "year")
     assert (w.valid_from, w.valid_until) == (None, day(2026, 1, 1))
-    assert w.known and not w.complete
+    assert w.known
 
 
 def test_a_start_without_an_end_that_is_not_open_stays_partial():
     w = from_claim(day(2026, 3, 1), None, "month")
     assert (w.valid_from, w.valid_until, w.precision) == (day(2026, 3, 1), None, "month")
-    assert w.known and not w.complete
+    assert w.known
 
 
 @settings(max_examples=60, deadline=None)
@@ -162,69 +160,7 @@ def test_said_on_reads_the_documents_day_not_its_hour():
     assert said_on(KICKOFF) == Window(day(2026, 1, 15), None, "open", "said_on")
 
 
-# --- time modes: the seed's worked example, queried ----------------------------------------------
-
 BILLING = Window(day(2026, 1, 14), day(2026, 6, 1), "day", "stated")     # Ravi works on billing migration
-SEARCH = Window(day(2026, 6, 1), None, "open", "stated")                 # Ravi works on search team
-ON_CALL = NONE                                                           # Ravi is on-call (no date)
-
-
-@pytest.mark.parametrize(("mode", "args", "expected"), [
-    ("current", {}, (None, "confirmed", "possible")),
-    ("at", {"at": day(2026, 3, 1)}, ("confirmed", None, "possible")),
-    ("overlap", {"start": day(2026, 5, 15), "end": day(2026, 6, 15)}, ("confirmed", "confirmed", "possible")),
-    ("history", {}, ("confirmed", "confirmed", "possible")),
-])
-def test_the_worked_example_table(mode, args, expected):
-    got = tuple(temporal_match(w, mode, now=EVALUATED, **args) for w in (BILLING, SEARCH, ON_CALL))
-    assert got == expected
-
-
-def test_a_fact_holds_from_its_start_and_not_at_its_exclusive_end():
-    assert temporal_match(BILLING, "at", now=EVALUATED, at=day(2026, 1, 14)) == "confirmed"
-    assert temporal_match(BILLING, "at", now=EVALUATED, at=day(2026, 5, 31) + timedelta(hours=23)) == "confirmed"
-    assert temporal_match(BILLING, "at", now=EVALUATED, at=day(2026, 6, 1)) is None
-    assert temporal_match(SEARCH, "at", now=EVALUATED, at=day(2026, 6, 1)) == "confirmed"
-
-
-def test_overlap_range_is_inclusive_at_both_ends():
-    # A fact that starts on the range's last instant overlaps it.
-    assert temporal_match(SEARCH, "overlap", now=EVALUATED, start=day(2026, 5, 1), end=day(2026, 6, 1)) == "confirmed"
-    # A fact whose exclusive end is the range's first instant does not.
-    assert temporal_match(BILLING, "overlap", now=EVALUATED, start=day(2026, 6, 1), end=day(2026, 7, 1)) is None
-    # A range entirely before a fact does not overlap it.
-    assert temporal_match(SEARCH, "overlap", now=EVALUATED, start=day(2026, 1, 1), end=day(2026, 5, 31)) is None
-
-
-def test_history_leaves_out_facts_that_begin_after_now():
-    future = Window(day(2027, 1, 1), None, "open", "stated")
-    assert temporal_match(future, "history", now=EVALUATED) is None
-    assert temporal_match(future, "current", now=EVALUATED) is None
-
-
-def test_a_partial_window_that_is_not_ruled_out_is_only_possible():
-    end_only = Window(None, day(2026, 12, 1), "day", "stated")
-    start_only = Window(day(2026, 3, 1), None, "month", "stated")
-    for w in (end_only, start_only):
-        assert temporal_match(w, "current", now=EVALUATED) == "possible"
-        assert temporal_match(w, "history", now=EVALUATED) == "possible"
-
-
-def test_a_partial_window_is_still_ruled_out_by_its_known_end():
-    ended = Window(None, day(2026, 6, 1), "day", "stated")
-    assert temporal_match(ended, "current", now=EVALUATED) is None
-    assert temporal_match(ended, "at", now=EVALUATED, at=day(2026, 3, 1)) == "possible"
-
-
-def test_an_open_window_read_from_the_document_date_is_confirmed():
-    w = said_on(RETRO)
-    assert temporal_match(w, "current", now=EVALUATED) == "confirmed"
-    assert temporal_match(w, "at", now=EVALUATED, at=day(2026, 6, 11)) is None
-
-
-def test_an_unknown_time_mode_is_refused():
-    with pytest.raises(ValueError):
-        temporal_match(SEARCH, "sometime", now=EVALUATED)
 
 
 # --- better: which window an adjustment gives a fact --------------------------------------------
@@ -289,7 +225,6 @@ def test_a_stated_start_fills_the_missing_start_of_an_end_only_window():
     end_only = Window(None, day(2026, 6, 2), "day", "stated")
     got = better(end_only, Window(day(2026, 1, 14), None, "open", "stated"))
     assert (got.valid_from, got.valid_until) == (day(2026, 1, 14), day(2026, 6, 2))
-    assert got.complete
 
 
 def test_a_stated_end_fills_the_missing_end_of_a_start_only_window():
@@ -305,7 +240,7 @@ def test_a_stated_end_fills_the_missing_end_of_a_start_only_window():
 def test_closing_an_open_window_at_a_midnight_gives_a_day_end():
     closed = windows.closed_at(Window(day(2026, 1, 14), None, "open", "stated"), day(2026, 6, 1))
     assert (closed.valid_from, closed.valid_until, closed.precision) == (day(2026, 1, 14), day(2026, 6, 1), "day")
-    assert temporal_match(closed, "current", now=EVALUATED) is None
+    assert not windows.holds_at(closed, day(2026, 9, 23))
 
 
 def test_closing_at_a_time_of_day_gives_an_instant_end():
