@@ -35,7 +35,7 @@ LOOK_S = 1.0
 GRACE_S = 10.0
 
 
-def _is_engine(proc: psutil.Process) -> bool:
+def is_engine(proc: psutil.Process) -> bool:
     try:
         return ENGINE_TITLE in " ".join(proc.cmdline()) and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
@@ -60,14 +60,14 @@ class Reaper:
     ended: list[dict[str, Any]] = field(default_factory=list)           # the workers ended, and why
 
     def look(self, processes: Iterable[psutil.Process], now: float) -> None:
-        running = {p.pid: p for p in processes if _is_engine(p)}
+        running = {p.pid: p for p in processes if is_engine(p)}
         for pid, proc in running.items():
             if pid not in self.engines:
                 try:
                     parent = proc.parent()
                 except psutil.Error:
                     parent = None
-                if parent is not None and not _is_engine(parent):
+                if parent is not None and not is_engine(parent):
                     self.engines[pid] = parent
         workers_with_engines = {w.pid for pid, w in self.engines.items() if pid in running}
         for pid in [pid for pid in self.engines if pid not in running]:

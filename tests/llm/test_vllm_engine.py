@@ -11,14 +11,13 @@ omitted, with its cause, and the import still ends.
 
 from __future__ import annotations
 
-import threading
 import time
 
-import psutil
 import pytest
 
 from jobs.extract_llm import vllm_pass
 from jobs.import_corpus import import_options, run_import
+from tests.llm.engines import EngineWatch
 from tests.support.memory import rows
 
 pytestmark = pytest.mark.integration
@@ -26,29 +25,6 @@ pytestmark = pytest.mark.integration
 _NOTES = {"2026-03-01-billing.md": "# Billing migration notes\n\nRavi leads the billing migration.\n\n"
                                    "Dana Kim works on the invoice system.\n",
           "2026-03-02-search.md": "# Search team notes\n\nPriya leads the search team.\n"}
-
-
-class EngineWatch:
-    """The vLLM engine-core processes seen running while it watches."""
-
-    def __init__(self) -> None:
-        self.seen: set[int] = set()
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-
-    def __enter__(self) -> "EngineWatch":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._done.set()
-        self._thread.join()
-
-    def _watch(self) -> None:
-        while not self._done.wait(0.5):
-            for proc in psutil.process_iter(["name", "cmdline"]):
-                if "EngineCore" in (proc.info["name"] or "") or "EngineCore" in " ".join(proc.info["cmdline"] or ()):
-                    self.seen.add(proc.pid)
 
 
 def test_an_import_extracts_with_the_real_vllm_engine_on_cpus(memory, ray_local, tmp_path, tiny_model):

@@ -11,30 +11,35 @@
 
 from __future__ import annotations
 
-import threading
 import time
 
-import psutil
 import pytest
 
 from jobs.extract_llm import vllm_pass
 from jobs.import_corpus import import_options, run_import
+from tests.llm.engines import EngineKiller
 from tests.support.memory import rows
 
 pytestmark = pytest.mark.integration
 
 
-def test_answers_cut_short_by_max_tokens_lose_no_chunk(memory, ray_local, tmp_path, tiny_model):
-    corpus = tmp_path / "notes"
-    corpus.mkdir()
-    for day in range(1, 5):
-        (corpus / f"2026-03-{day:02d}-note.md").write_text(
-            f"# Stand-up {day}\n\nRavi leads the billing migration.\n\nDana Kim works on invoice batch {day}.\n")
+def _import_with_the_engine(memory, folder, tiny_model, notes: dict[str, str], max_tokens: int):
+    """(options, settings, pass) of an import of `notes` (name → text, dated by their names) by
+    the `vllm` extractor on the tiny model, on CPUs."""
+    folder.mkdir()
+    for name, text in notes.items():
+        (folder / name).write_text(text)
     settings = memory.model_copy(update={"extractor": "vllm", "llm_model": str(tiny_model), "llm_device": "cpu"})
-    options = import_options(settings, (str(corpus),), source={"modified_at_from": "path"}, batch_size=4,
+    options = import_options(settings, (str(folder),), source={"modified_at_from": "path"}, batch_size=4,
                              progress=False)
+    return options, settings, vllm_pass(str(tiny_model), "cpu", max_tokens=max_tokens)
+
+
+def test_answers_cut_short_by_max_tokens_lose_no_chunk(memory, ray_local, tmp_path, tiny_model):
+    notes = {f"2026-03-{day:02d}-note.md": f"# Stand-up {day}\n\nRavi leads the billing migration.\n\n"
+                                          f"Dana Kim works on invoice batch {day}.\n" for day in range(1, 5)}
     # 16 tokens: the least an answer may have, and too few for a whole one of either step
-    llm = vllm_pass(str(tiny_model), "cpu", max_tokens=16)
+    options, settings, llm = _import_with_the_engine(memory, tmp_path / "notes", tiny_model, notes, max_tokens=16)
 
     report = run_import(options, settings, llm=llm)
 
@@ -52,62 +57,12 @@ def test_answers_cut_short_by_max_tokens_lose_no_chunk(memory, ray_local, tmp_pa
     assert all("truncated output" in (reason or "") for _, reason in reasons), reasons
 
 
-class EngineKiller:
-    """Kills the first vLLM engine process once it has been busy for `busy_s` on end after it sat
-    idle for 2 s. Measured here, an engine's start is one busy second (its imports), about 8 s
-    idle (waiting for its client), then under a second of profiling and warm-up; generating a
-    batch keeps it busy for seconds. So `busy_s` 0 kills it while it starts, 1.5 while it
-    generates."""
-
-    LOOK_S, IDLE_S = 0.3, 2.0
-
-    def __init__(self, busy_s: float) -> None:
-        self.busy_s = busy_s
-        self.killed: int | None = None
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-
-    def __enter__(self) -> "EngineKiller":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._done.set()
-        self._thread.join()
-
-    def _watch(self) -> None:
-        engine, last, idle_for, busy_for = None, 0.0, 0.0, 0.0
-        while self.killed is None and not self._done.wait(self.LOOK_S):
-            try:
-                if engine is None:
-                    engine = next((p for p in psutil.process_iter(["cmdline"])
-                                   if "VLLM::EngineCore" in " ".join(p.info["cmdline"] or ())), None)
-                    last, idle_for, busy_for = (sum(engine.cpu_times()[:2]) if engine else 0.0), 0.0, 0.0
-                    continue
-                used = sum(engine.cpu_times()[:2])
-                busy, last = used - last > self.LOOK_S / 2, used   # over half a core since the last look
-                if not busy:
-                    idle_for, busy_for = idle_for + self.LOOK_S, 0.0
-                elif idle_for >= self.IDLE_S:
-                    busy_for += self.LOOK_S
-                    if busy_for >= self.busy_s:
-                        engine.kill()
-                        self.killed = engine.pid
-            except psutil.Error:
-                engine = None   # it ended on its own (a restart): watch the next one
-
-
 @pytest.mark.parametrize("when,busy_s", [("while it starts", 0.0), ("while it generates", 1.5)])
 def test_an_engine_killed_is_started_again_and_its_batch_lands(memory, ray_local, tmp_path, tiny_model, when, busy_s):
-    corpus = tmp_path / "notes"
-    corpus.mkdir()
-    for day in range(1, 9):
-        (corpus / f"2026-04-{day:02d}-note.md").write_text(
-            f"# Review {day}\n\nMarta Silva owns the ledger export {day}.\n\nRavi reviews the invoice batch {day}.\n")
-    settings = memory.model_copy(update={"extractor": "vllm", "llm_model": str(tiny_model), "llm_device": "cpu"})
-    options = import_options(settings, (str(corpus),), source={"modified_at_from": "path"}, batch_size=4,
-                             progress=False)
-    llm = vllm_pass(str(tiny_model), "cpu", max_tokens=512)   # batches long enough to be killed in
+    notes = {f"2026-04-{day:02d}-note.md": f"# Review {day}\n\nMarta Silva owns the ledger export {day}.\n\n"
+                                          f"Ravi reviews the invoice batch {day}.\n" for day in range(1, 9)}
+    # 512 tokens: batches long enough to be killed in
+    options, settings, llm = _import_with_the_engine(memory, tmp_path / "notes", tiny_model, notes, max_tokens=512)
 
     started = time.monotonic()
     with EngineKiller(busy_s) as killer:
