@@ -298,6 +298,9 @@ _ASPECT_END = frozenset({"overall", "average", "total", "mean", "median", "versi
                          "disabled"})
 
 
+# A document's claims ask about the same names again and again (97,922 calls for 1,000 generated
+# notes), and the answer depends on the arguments alone, all frozen: normalize 10-15 % faster.
+@functools.lru_cache(maxsize=1 << 16)
 def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset(),
             speakers: frozenset[str] = frozenset(), code: frozenset[str] = frozenset()) -> bool:
     """Whether `name` (a cleaned mention) may name an entity, given the words the document uses
