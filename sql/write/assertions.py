@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 
-from sql.write.writes import as_uuid, copy_deduplicated
+from sql.write.copying import as_uuid, copy_deduplicated
 
 NAMESPACE = uuid.UUID("0b7d4f6a-2c1e-4e8b-9a3d-5c6f7e8a9b0c")
 

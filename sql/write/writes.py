@@ -22,6 +22,7 @@ from psycopg.types.json import Jsonb
 from pipeline import records
 from sql.ids import child_id
 from sql.write import reconcile
+from sql.write.copying import as_uuid, copy_deduplicated, copy_rows
 
 # Pipeline stage → the per-version work stage whose status records it.
 WORK_STAGE = {
@@ -59,21 +60,6 @@ _OCR_LINE_COLUMNS = ("version_id", "page", "line", "block", "char_start", "char_
                      "confidence", "low_confidence")
 _OCR_LINE_TYPES = ("uuid", "int4", "int4", "int4", "int4", "int4", "float4", "float4", "float4", "float4", "float4",
                    "bool")
-
-
-def as_uuid(value: str) -> uuid.UUID:
-    """Binary COPY takes `uuid.UUID` objects, not their text."""
-    return uuid.UUID(value)
-
-
-def copy_rows(cur: psycopg.Cursor, table: str, columns: tuple[str, ...], types: tuple[str, ...],
-          rows: Iterable[tuple[Any, ...]]) -> None:
-    stmt = psycopg.sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT BINARY)").format(
-        psycopg.sql.Identifier(table), psycopg.sql.SQL(", ").join(map(psycopg.sql.Identifier, columns)))
-    with cur.copy(stmt) as copy:
-        copy.set_types(list(types))
-        for row in rows:
-            copy.write_row(row)
 
 
 def _set_stages(cur: psycopg.Cursor, version_ids: str | Iterable[str],
@@ -119,19 +105,6 @@ def record_attempt(conn: psycopg.Connection, version_ids: list[str], stage: str,
 
 def _vector(data: bytes) -> Vector:
     return Vector(np.frombuffer(data, dtype=np.float32))
-
-
-def copy_deduplicated(cur: psycopg.Cursor, table: str, columns: tuple[str, ...], types: tuple[str, ...],
-                       rows: Iterable[tuple[Any, ...]]) -> None:
-    """COPY through a temporary table, then keep only rows whose key is new: claims are keyed by
-    content, so the same claim may already be there from an earlier version."""
-    staging = f"{table}_in"
-    cur.execute(psycopg.sql.SQL("CREATE TEMP TABLE IF NOT EXISTS {} (LIKE {} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS").format(
-        psycopg.sql.Identifier(staging), psycopg.sql.Identifier(table)))
-    copy_rows(cur, staging, columns, types, rows)
-    cols = psycopg.sql.SQL(", ").join(map(psycopg.sql.Identifier, columns))
-    cur.execute(psycopg.sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} ON CONFLICT DO NOTHING").format(
-        psycopg.sql.Identifier(table), cols, cols, psycopg.sql.Identifier(staging)))
 
 
 def write_costs(cur: psycopg.Cursor, rows: list[dict[str, Any]]) -> None:
