@@ -246,8 +246,8 @@ def ensure_vector_indexes(conn: psycopg.Connection) -> list[str]:
 # of assertions to entities, planned while the planner still believed no mention had an entity,
 # read every mention for each assertion (over 300 s at 10,000 notes, for seconds of work).
 FILLED_BY = {
-    "pipeline": ("documents", "versions", "chunks", "claims", "stage_work"),
-    "normalize": ("assertions", "mentions", "claims"),
+    "pipeline": ("documents", "versions", "chunks", "claims", "claim_normalizations", "stage_work"),
+    "normalize": ("assertions", "mentions", "claim_normalizations"),
     "resolve": ("mentions", "entities", "entity_aliases"),
     "bind": ("assertions",),
     "adjudicate": ("facts", "fact_evidence", "fact_decisions", "assertions"),

@@ -24,8 +24,8 @@ def assertion_id_for(claim_id: str, normalizer: str, ord_: int) -> str:
 
 def versions_to_normalize(conn: psycopg.Connection) -> list[str]:
     return [str(r[0]) for r in conn.execute(
-        "SELECT DISTINCT version_id FROM claims WHERE normalized_by IS NULL AND is_current_testimony"
-        " ORDER BY 1").fetchall()]
+        "SELECT DISTINCT n.version_id FROM claim_normalizations n JOIN claims c USING (claim_id)"
+        " WHERE n.normalized_by IS NULL AND c.is_current_testimony ORDER BY 1").fetchall()]
 
 
 def claims_of(conn: psycopg.Connection, version_ids: list[str]) -> list[dict[str, Any]]:
@@ -37,8 +37,8 @@ def claims_of(conn: psycopg.Connection, version_ids: list[str]) -> list[dict[str
         # the document's opening text: its own first line names its topic better than a file name
         " d.title, (SELECT left(string_agg(ch.text, E'\\n' ORDER BY ch.ord), 2000) FROM (SELECT text, ord"
         "           FROM chunks WHERE version_id = c.version_id ORDER BY ord LIMIT 3) ch) AS opening"
-        " FROM claims c JOIN documents d USING (doc_id)"
-        " WHERE c.version_id = ANY(%s::uuid[]) AND c.normalized_by IS NULL AND c.is_current_testimony"
+        " FROM claim_normalizations n JOIN claims c USING (claim_id) JOIN documents d USING (doc_id)"
+        " WHERE n.version_id = ANY(%s::uuid[]) AND n.normalized_by IS NULL AND c.is_current_testimony"
         " ORDER BY c.version_id, c.char_start, c.claim_id", (version_ids,))
     names = [d.name for d in cur.description]
     claims = [dict(zip(names, row)) for row in cur.fetchall()]
@@ -67,4 +67,5 @@ def write(conn: psycopg.Connection, assertions: list[dict[str, Any]], mentions: 
             "INSERT INTO cost_ledger (version_id, stage, backend, model, calls, tokens_in, tokens_out, device_seconds)"
             " VALUES (%s, 'normalize_relations', %s, %s, %s, %s, %s, %s)",
             [(v, c.backend, c.model, c.calls, c.tokens_in, c.tokens_out, c.device_seconds) for v, c in costs])
-        cur.execute("UPDATE claims SET normalized_by = %s WHERE claim_id = ANY(%s::uuid[])", (normalizer, claim_ids))
+        cur.execute("UPDATE claim_normalizations SET normalized_by = %s WHERE claim_id = ANY(%s::uuid[])",
+                    (normalizer, claim_ids))

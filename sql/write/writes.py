@@ -129,6 +129,9 @@ def write_claims(cur: psycopg.Cursor, rows: list[dict[str, Any]], extractor: str
          Jsonb(json.loads(c["added_context"] or "[]")), c["entailment_self_verdict"], c["extractor"],
          _vector(c["embedding"]))
         for r in rows for c in r["claims"] if not c["reused"]))
+    # each new claim waits for the normalizer (a claim already in the memory keeps its mark)
+    cur.execute("INSERT INTO claim_normalizations (claim_id, version_id) SELECT claim_id, version_id FROM claims_in"
+                " ON CONFLICT DO NOTHING")
     copy_deduplicated(cur, "claim_occurrences", _OCCURRENCE_COLUMNS, _OCCURRENCE_TYPES, (
         (as_uuid(c["claim_id"]), as_uuid(r["version_id"]), chunk_id(r, c), c["char_start"], c["char_end"],
          Jsonb(c["evidence_spans"]))
@@ -220,8 +223,8 @@ def finish_fact_stages(conn: psycopg.Connection) -> int:
         # only versions not finished yet: a run must not rescan the whole memory
         " AND NOT EXISTS (SELECT 1 FROM stage_work d WHERE d.version_id = w.version_id"
         "                 AND d.stage = 'label_relation' AND d.status = 'succeeded')"
-        " AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.version_id = w.version_id AND c.normalized_by IS NULL"
-        "                 AND c.is_current_testimony)"
+        " AND NOT EXISTS (SELECT 1 FROM claim_normalizations n JOIN claims c USING (claim_id)"
+        "                 WHERE n.version_id = w.version_id AND n.normalized_by IS NULL AND c.is_current_testimony)"
         " AND NOT EXISTS (SELECT 1 FROM assertions a JOIN claims c USING (claim_id)"
         "                 WHERE c.version_id = w.version_id AND a.status = 'pending')"
         " ON CONFLICT (version_id, stage) DO UPDATE SET status = 'succeeded', finished_at = now(), updated_at = now()"

@@ -168,7 +168,7 @@ def test_two_facts_phases_at_once_decide_each_mention_and_assertion_once(example
         patch.setattr(facts, "run_facts", lambda *a, **k: facts.FactsReport())
         landed = do_import(example_memory_copy, corpus, modified_at_from="path")
     assert landed.counts["new_versions"] == 3
-    pending = rows(example_memory_copy, "SELECT count(*) FROM claims WHERE normalized_by IS NULL")[0][0]
+    pending = rows(example_memory_copy, "SELECT count(*) FROM claim_normalizations WHERE normalized_by IS NULL")[0][0]
     assert pending >= 5
 
     memory = example_memory_copy
@@ -204,7 +204,7 @@ def test_two_facts_phases_at_once_decide_each_mention_and_assertion_once(example
             t.join(timeout=600)
     assert not errors, errors
 
-    assert rows(memory, "SELECT count(*) FROM claims WHERE normalized_by IS NULL")[0][0] == 0
+    assert rows(memory, "SELECT count(*) FROM claim_normalizations WHERE normalized_by IS NULL")[0][0] == 0
     assert rows(memory, "SELECT count(*) FROM assertions WHERE status = 'pending'")[0][0] == 0
     # no name of a document was resolved twice, no assertion adjudicated by both phases
     assert rows(memory, "SELECT count(*) FROM (SELECT 1 FROM identity_events GROUP BY doc_id, mention_key"

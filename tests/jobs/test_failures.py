@@ -266,7 +266,8 @@ def _notes(root: Path) -> Path:
 
 def _facts_phase_finished(settings: Settings) -> None:
     """Every claim read, every assertion decided, every fact stage succeeded: nothing half done."""
-    assert rows(settings, "SELECT count(*) FROM claims WHERE normalized_by IS NULL AND is_current_testimony") == [(0,)]
+    assert rows(settings, "SELECT count(*) FROM claim_normalizations JOIN claims USING (claim_id)"
+                          " WHERE normalized_by IS NULL AND is_current_testimony") == [(0,)]
     assert rows(settings, "SELECT count(*) FROM assertions WHERE status = 'pending'") == [(0,)]
     assert rows(settings, "SELECT DISTINCT status FROM stage_work WHERE stage IN ('normalize_relations',"
                           " 'adjudicate_observations', 'adjudicate_supersession', 'reconcile', 'label_relation')"
@@ -372,7 +373,7 @@ def test_a_normalizer_endpoint_that_never_answers_dead_letters_the_version_with_
     [(version_id,)] = rows(settings, "SELECT v.version_id::text FROM versions v JOIN documents d USING (doc_id)"
                                      " WHERE d.source_ref LIKE '%%2026-03-04-standup.md'")
     with psycopg.connect(settings.dsn, autocommit=True) as conn:   # its claims wait to be read again
-        conn.execute("UPDATE claims SET normalized_by = NULL WHERE version_id = %s", (version_id,))
+        conn.execute("UPDATE claim_normalizations SET normalized_by = NULL WHERE version_id = %s", (version_id,))
 
     normalizer = Normalizer(settings.dsn, ExtractorConfig(backend="openai", llm_model="m",
                                                           llm_base_url=dead_model.base_url),
@@ -385,5 +386,5 @@ def test_a_normalizer_endpoint_that_never_answers_dead_letters_the_version_with_
     assert stage_status == "dead_letter"
     assert dead_model.base_url in error and "engine is restarting" in error and "gave up after 2 attempts" in error
     # none of its claims is marked read: the next facts phase takes all of them up again
-    assert rows(settings, "SELECT count(*) = count(*) FILTER (WHERE normalized_by IS NULL) FROM claims"
+    assert rows(settings, "SELECT count(*) = count(*) FILTER (WHERE normalized_by IS NULL) FROM claim_normalizations"
                           " WHERE version_id = %s", version_id) == [(True,)]

@@ -256,7 +256,7 @@ def test_with_extractor_vllm_the_facts_phase_normalizes_with_the_vllm_normalizer
     assert version.startswith("vllm-normalize-1:stand-in-model:")
     claims = rows(memory, "SELECT count(*) FROM claims")[0][0]
     assert claims >= 3 and report.facts.claims_normalized == claims
-    assert rows(memory, "SELECT DISTINCT normalized_by FROM claims") == [(version,)]
+    assert rows(memory, "SELECT DISTINCT normalized_by FROM claim_normalizations") == [(version,)]
     assert rows(memory, "SELECT DISTINCT normalizer FROM assertions") == [(version,)]
     # one call per version (each has fewer than 25 claims), with its tokens in the cost ledger
     assert rows(memory, "SELECT backend, model, sum(calls), sum(tokens_in), sum(tokens_out) FROM cost_ledger"
@@ -273,7 +273,7 @@ def test_rows_the_engine_fails_on_go_through_it_again_under_the_retry_policy(mem
 
     assert stand_in_normalizer.passes == 3 and report.facts.dead_letter == 0
     version = vn.normalizer_version(stand_in_normalizer.built[0])
-    assert rows(memory, "SELECT DISTINCT normalized_by FROM claims") == [(version,)]
+    assert rows(memory, "SELECT DISTINCT normalized_by FROM claim_normalizations") == [(version,)]
     assert rows(memory, "SELECT DISTINCT status FROM stage_work WHERE stage = 'normalize_relations'") == [
         ("succeeded",)]
 
@@ -288,7 +288,7 @@ def test_an_engine_that_fails_every_attempt_dead_letters_the_versions_with_the_r
     assert [(s, n) for s, n, _ in dead] == [("dead_letter", 3), ("dead_letter", 3)]
     assert {e for *_, e in dead} == {"inference error: RuntimeError: engine died (worker 3) (gave up after 3 attempts)"}
     # nothing of them is half done: no claim read, no assertion written
-    assert rows(memory, "SELECT count(*) FROM claims WHERE normalized_by IS NOT NULL") == [(0,)]
+    assert rows(memory, "SELECT count(*) FROM claim_normalizations WHERE normalized_by IS NOT NULL") == [(0,)]
     assert rows(memory, "SELECT count(*) FROM assertions") == [(0,)]
 
 

@@ -86,7 +86,7 @@ def test_the_facts_phase_normalizes_with_the_real_vllm_engine_on_cpus(memory, ra
     assert claims > 0
     # the rules extractor's claims, not yet normalized: what an import with the vllm extractor
     # hands the facts phase
-    rows(memory, "UPDATE claims SET normalized_by = NULL RETURNING 1")
+    rows(memory, "UPDATE claim_normalizations SET normalized_by = NULL RETURNING 1")
     with store.connect(memory.dsn) as conn:
         versions = assertions_sql.versions_to_normalize(conn)
     assert len(versions) == 2
@@ -100,7 +100,8 @@ def test_the_facts_phase_normalizes_with_the_real_vllm_engine_on_cpus(memory, ra
     assert engines.seen, "no vLLM engine process ran"
     assert got["claims"] == claims and got["dead_letter"] == 0 and got["assertions"] > 0
     version = normalizer_version(VLLMExtractorConfig(model_path=str(tiny_model), device="cpu", max_tokens=256))
-    assert rows(memory, "SELECT DISTINCT normalized_by FROM claims WHERE is_current_testimony") == [(version,)]
+    assert rows(memory, "SELECT DISTINCT normalized_by FROM claim_normalizations JOIN claims USING (claim_id)"
+                       " WHERE is_current_testimony") == [(version,)]
     calls, tokens_in, tokens_out = rows(
         memory, "SELECT sum(calls), sum(tokens_in), sum(tokens_out) FROM cost_ledger"
                 " WHERE stage = 'normalize_relations' AND backend = 'vllm'")[0]
