@@ -175,6 +175,7 @@ def context_passages(markdown: str, chunks: Sequence[tuple[int, int]], target_in
     return before + target + after
 
 
+@lru_cache(maxsize=8)   # asked again for every chunk of the same document
 def document_header(markdown: str, title: str, max_chars: int = 600) -> str:
     """The document header Claimify may use as context: the title, a title-like first line (a
     converted PDF or text file's title), the first heading, and the Participants / Attendees /

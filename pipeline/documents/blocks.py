@@ -34,7 +34,10 @@ _KINDS = {
 # chunk, so gaps holding anything but whitespace become blocks of this kind.
 OTHER = "other"
 
-_PARSER = MarkdownIt("commonmark").enable("table")
+# Only the block structure is read (a heading's text is its inline token's `content`, which the block
+# parse sets), so the inline parse of every paragraph is left out: the same blocks in about half the
+# time (1,476 documents of four corpora: 1.83 → 0.99 CPU-s).
+_PARSER = MarkdownIt("commonmark").enable("table").disable("inline")
 
 # A sentence end where an oversized block without line breaks may be cut: the cut falls after
 # the punctuation, the following whitespace is dropped.

@@ -57,7 +57,7 @@ def is_pronoun(phrase: str) -> bool:
 def is_bare_head(phrase: str) -> bool:
     """A single lower-case common noun once determiners and generic adjectives are gone."""
     words = [w for w in _SPACE.split(phrase.strip()) if w]
-    while words and words[0].lower() in DETERMINERS | GENERIC_MODIFIERS:
+    while words and words[0].lower() in _LEADING_MODIFIERS:
         words = words[1:]
     return len(words) == 1 and words[0][:1].islower()
 
@@ -148,6 +148,10 @@ take give let tell show leave mark treat think consider refer bring fill grant r
 enter press wait split join sort group count assign attach scope tag override adjust customize customise
 browse confirm increase point drop steer
 """.split())
+# The unions the rules test words against, made once (a union written inside a loop is made again
+# for every word).
+_LEADING_MODIFIERS = DETERMINERS | GENERIC_MODIFIERS
+_NOT_PROPER = FUNCTION_WORDS | PRONOUNS | INSTRUCTION_VERBS | NUMBER_WORDS
 _FINITE = frozenset("""is are was were be been being has have had do does did can could will would should
 may might must shall isn't aren't wasn't weren't doesn't don't didn't can't won't""".split())
 # Words that may stand lower-case inside a name ("Bank of America", "Tour de France").
@@ -179,7 +183,7 @@ def proper_words(texts: list[str]) -> frozenset[str]:
     common = common_words(texts)
     return document_names(texts) | frozenset(
         w for text in texts for w in _CAPITALISED_WORD.findall(text)
-        if w.lower() not in common and w.lower() not in FUNCTION_WORDS | PRONOUNS | INSTRUCTION_VERBS | NUMBER_WORDS)
+        if w.lower() not in common and w.lower() not in _NOT_PROPER)
 
 
 @functools.cache
