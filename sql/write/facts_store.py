@@ -28,8 +28,8 @@ _FACT_COLUMNS = ("fact_id::text, kind, anchor_id::text, subject_id::text, label,
 
 
 # What one entity's adjudication adds goes in by COPY (facts and evidence through a staging table,
-# keeping only new keys): one statement per row was most of the phase's database time (25,000 rows
-# for 1,000 generated notes, each bound and executed alone).
+# keeping only new keys). One statement per row, 25,000 rows for 1,000 generated notes each bound and
+# executed alone, took 3.0 s of the database's statement time; by COPY 1.1 s.
 _NEW_FACT_COLUMNS = ("fact_id", "kind", "anchor_id", "subject_id", "predicate", "object_id", "attribute", "value",
                      "statement_key", "label", "valid_from", "valid_until", "valid_precision", "window_source",
                      "contradiction_group", "created_run")
