@@ -25,9 +25,10 @@ def copy_rows(cur: psycopg.Cursor, table: str, columns: tuple[str, ...], types: 
 
 
 def copy_deduplicated(cur: psycopg.Cursor, table: str, columns: tuple[str, ...], types: tuple[str, ...],
-                       rows: Iterable[tuple[Any, ...]]) -> None:
+                       rows: Iterable[tuple[Any, ...]]) -> str:
     """COPY through a temporary table, then keep only rows whose key is new: claims are keyed by
-    content, so the same claim may already be there from an earlier version."""
+    content, so the same claim may already be there from an earlier version. Returns the temporary
+    table's name: it holds the rows until the transaction ends."""
     staging = f"{table}_in"
     cur.execute(psycopg.sql.SQL("CREATE TEMP TABLE IF NOT EXISTS {} (LIKE {} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS").format(
         psycopg.sql.Identifier(staging), psycopg.sql.Identifier(table)))
@@ -35,3 +36,4 @@ def copy_deduplicated(cur: psycopg.Cursor, table: str, columns: tuple[str, ...],
     cols = psycopg.sql.SQL(", ").join(map(psycopg.sql.Identifier, columns))
     cur.execute(psycopg.sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} ON CONFLICT DO NOTHING").format(
         psycopg.sql.Identifier(table), cols, cols, psycopg.sql.Identifier(staging)))
+    return staging

@@ -122,7 +122,7 @@ def write_claims(cur: psycopg.Cursor, rows: list[dict[str, Any]], extractor: str
     def chunk_id(r: dict[str, Any], c: dict[str, Any]) -> uuid.UUID:
         return as_uuid(child_id(r["version_id"], "chunk", c["chunk_ord"]))
 
-    copy_deduplicated(cur, "claims", _CLAIM_COLUMNS, _CLAIM_TYPES, (
+    staged = copy_deduplicated(cur, "claims", _CLAIM_COLUMNS, _CLAIM_TYPES, (
         (as_uuid(c["claim_id"]), as_uuid(r["doc_id"]), as_uuid(r["version_id"]), chunk_id(r, c), c["claim_text"],
          c["source_span"], c["char_start"], c["char_end"], Jsonb(c["evidence_spans"]), c["is_attributed"],
          r["source_modified_at"], c["valid_from"], c["valid_until"], c["precision"], c["kind"],
@@ -130,8 +130,9 @@ def write_claims(cur: psycopg.Cursor, rows: list[dict[str, Any]], extractor: str
          _vector(c["embedding"]))
         for r in rows for c in r["claims"] if not c["reused"]))
     # each new claim waits for the normalizer (a claim already in the memory keeps its mark)
-    cur.execute("INSERT INTO claim_normalizations (claim_id, version_id) SELECT claim_id, version_id FROM claims_in"
-                " ON CONFLICT DO NOTHING")
+    cur.execute(psycopg.sql.SQL("INSERT INTO claim_normalizations (claim_id, version_id)"
+                                " SELECT claim_id, version_id FROM {} ON CONFLICT DO NOTHING").format(
+                                    psycopg.sql.Identifier(staged)))
     copy_deduplicated(cur, "claim_occurrences", _OCCURRENCE_COLUMNS, _OCCURRENCE_TYPES, (
         (as_uuid(c["claim_id"]), as_uuid(r["version_id"]), chunk_id(r, c), c["char_start"], c["char_end"],
          Jsonb(c["evidence_spans"]))
