@@ -235,3 +235,4 @@ class _Phase:
             if gave_up is not None:
                 raise GaveUp(*gave_up)
         report.vectors["fact_vectors_from_claims"] = from_claims
+        self.analyze("label", from_claims + report.vectors.get("fact_vectors", 0))

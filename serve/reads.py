@@ -7,6 +7,7 @@ authority tables in the same snapshot, and what fails that check is counted in
 
 from __future__ import annotations
 
+import itertools
 from datetime import datetime, timezone
 from typing import Any
 from uuid import UUID
@@ -247,14 +248,14 @@ async def claims_and_sources_context(conn: Conn, query: str, *, k: int = 50, can
     of = {table: [i for i, found in fused.items() if next(iter(found)).startswith(table)]
           for table in ("claims", "chunks")}
     claims, claims_read = await _confirm_best(conn, read_queries.confirm_claims, of["claims"], k,
-                                              lambda found: len(_group_claims(found)))
+                                              lambda found: len(_claim_groups(found)))
     chunks, chunks_read = await _confirm_best(conn, read_queries.confirm_chunks, of["chunks"], k, len)
     dropped = claims_read - len(claims) + chunks_read - len(chunks)
-    grouped = _group_claims(claims)
+    groups = _claim_groups(claims)
     full_channel = any(len(ids) >= candidate_k for ids in nominated.values())
     unread = claims_read < len(of["claims"]) or chunks_read < len(of["chunks"])
-    truncated = len(grouped) > k or len(chunks) > k or full_channel or unread
-    evidence = tuple(grouped[:k])
+    truncated = len(groups) > k or len(chunks) > k or full_channel or unread
+    evidence = tuple(_grouped_claim(members) for members in itertools.islice(groups.values(), k))
     returned = {str(e.claim_id) for e in evidence} | {str(c["chunk_id"]) for c in chunks[:k]}
     ranking = tuple(m.RankedItem(item_id=UUID(i), score=sum(found.values()), signals=found)
                     for i, found in fused.items() if i in returned)
@@ -262,7 +263,7 @@ async def claims_and_sources_context(conn: Conn, query: str, *, k: int = 50, can
     return _envelope("evidence", at, evidence=evidence, chunks=tuple(chunk_result(c) for c in chunks[:k]),
                      dropped_by_hydration=dropped, negative=negative, ranking=ranking,
                      truncation=m.Truncation(truncated=truncated, returned=len(evidence),
-                                             estimated_total=len(grouped),
+                                             estimated_total=len(groups),
                                              total_is_exact=not (full_channel or unread),
                                              reason="result_budget" if truncated else None))
 
@@ -274,20 +275,23 @@ async def _confirm_best(conn: Conn, confirm, ids: list[str], k: int, count) -> t
                                          enough=lambda found: count(found) > k)
 
 
-def _group_claims(claims: list[dict[str, Any]]) -> list[m.EvidenceResult]:
-    """Claims that agree in normalized text, said-on time, world time and attribution are one,
-    with `corroboration_count` = distinct documents that stated it."""
+def _claim_groups(claims: list[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
+    """Claims that agree in normalized text, said-on time, world time and attribution are one:
+    their rows by that agreement, in the order each first appears. (Counted at every page of
+    confirmation; only the groups returned become results, `_grouped_claim`.)"""
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for c in claims:
         key = (" ".join(c["claim_text"].lower().split()), c["asserted_at"], c["claim_valid_from"],
                c["claim_valid_until"], c["claim_valid_precision"], c["is_attributed"])
         groups.setdefault(key, []).append(c)
-    out = []
-    for members in groups.values():
-        first = members[0]
-        out.append(m.EvidenceResult(**first, corroboration_count=len({str(x["doc_id"]) for x in members}),
-                                    grouped_claim_ids=tuple(x["claim_id"] for x in members[1:])))
-    return out
+    return groups
+
+
+def _grouped_claim(members: list[dict[str, Any]]) -> m.EvidenceResult:
+    """One group of `_claim_groups` as its first claim, with `corroboration_count` = distinct
+    documents that stated it."""
+    return m.EvidenceResult(**members[0], corroboration_count=len({x["doc_id"] for x in members}),
+                            grouped_claim_ids=tuple(x["claim_id"] for x in members[1:]))
 
 
 async def list_documents(conn: Conn, limit: int, cursor: str | None, status: str | None) -> m.DocumentPage:

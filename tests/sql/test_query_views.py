@@ -460,6 +460,50 @@ def comment_statements(text: str) -> dict[str, str]:
     return dict(re.findall(r"^COMMENT ON (.+?) IS ('(?:[^']|'')*');$", text, re.MULTILINE))
 
 
+def test_lexical_weights_pass_over_common_words_at_the_cap_where_the_statistics_read_every_row(example_memory_copy):
+    """Where ANALYZE read a sample of the claims, a lexeme it shows in between the cap and twice
+    the cap is counted (a sample's share may be high); where it read every row (the tsv column's
+    own statistics target decides how many), that lexeme is passed over without a scan. Its weight
+    is the same both ways: it reaches the cap, and nominates nothing."""
+    with psycopg.connect(example_memory_copy.dsn, autocommit=True) as conn:
+        # more claims than a statistics target of 1 samples (300 rows): each one three times more
+        columns = [r[0] for r in conn.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = 'claims'::regclass AND attnum > 0"
+            " AND NOT attisdropped AND attgenerated = '' ORDER BY attnum")]
+        conn.execute(pgsql.SQL("INSERT INTO claims ({}) SELECT {} FROM claims c, generate_series(1, 3)").format(
+            pgsql.SQL(", ").join(map(pgsql.Identifier, columns)),
+            pgsql.SQL(", ").join(pgsql.SQL("gen_random_uuid()") if c == "claim_id" else pgsql.Identifier("c", c)
+                                 for c in columns)))
+        rows_n = conn.execute("SELECT count(*) FROM claims").fetchone()[0]
+        assert rows_n > 300, rows_n
+        conn.execute("ALTER TABLE claims ALTER COLUMN tsv SET STATISTICS 1")
+        conn.execute("ANALYZE claims")
+        common, shares = conn.execute("SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats"
+                                      " WHERE schemaname = 'public' AND tablename = 'claims' AND attname = 'tsv'"
+                                      ).fetchone()
+        shown = {w: round(share * rows_n) for w, share in zip(common, shares) if w.isalpha()}
+        word = max((w for w, n in shown.items() if n >= 4 and conn.execute(
+            "SELECT tsvector_to_array(to_tsvector('english', %s)) = ARRAY[%s]", (w, w)).fetchone()[0]),
+            key=lambda w: (shown[w], w))
+        cap = shown[word] // 2 + 1   # shown in [cap, 2 × cap)
+        conn.execute("CREATE OR REPLACE FUNCTION memory_v1_private.lexical_df_cap() RETURNS integer"
+                     f" LANGUAGE sql IMMUTABLE AS $$ SELECT {cap} $$")
+
+    def terms_and_scans() -> tuple[dict[str, float], int]:
+        with psycopg.connect(example_memory_copy.dsn) as conn:   # one transaction: its own scans count
+            got = dict(conn.execute("SELECT term::text, weight FROM memory_v1_private.lexical_terms('claims', %s)",
+                                    (word,)).fetchall())
+            return got, conn.execute("SELECT seq_scan + idx_scan FROM pg_stat_xact_user_tables"
+                                     " WHERE relname = 'claims'").fetchone()[0]
+
+    assert terms_and_scans() == ({}, 1)   # a 300-row sample's share: counted, and it reaches the cap
+    with psycopg.connect(example_memory_copy.dsn, autocommit=True) as conn:
+        conn.execute("ALTER TABLE claims ALTER COLUMN tsv SET STATISTICS 1000")
+        conn.execute("ANALYZE claims")
+        assert conn.execute("SELECT count(*) FROM claims WHERE tsv @@ %s::tsquery", (f"'{word}'",)).fetchone()[0] >= cap
+    assert terms_and_scans() == ({}, 0)   # every row read: passed over
+
+
 def test_lexical_weights_pass_over_words_the_statistics_know_to_be_common(example_memory_copy):
     """A lexeme that ANALYZE already counts in `lexical_df_cap()` rows or more nominates nothing and
     is not counted (no scan of the table); every other lexeme keeps its exact BM25 weight."""

@@ -65,6 +65,29 @@ def test_a_memory_keeps_the_execution_its_vectors_were_made_with(memory):
         store.open_store(memory, embedding_model=other, embedding_dim=384, build_revision="a")
 
 
+def test_a_step_merges_what_waits_in_the_gin_indexes_of_the_tables_it_filled(memory, monkeypatch):
+    """New rows wait in a GIN index's pending list, which every search reads whole until it is
+    merged: a step leaves none there, in a micro-batch too, and other tables' lists alone."""
+    monkeypatch.setitem(store.FILLED_BY, "scratch_step", ("scratch_words",))
+    with store.connect(memory.dsn, autocommit=True) as conn:
+        for table in ("scratch_words", "scratch_other"):
+            conn.execute(f"CREATE TABLE {table} (tsv tsvector)")
+            conn.execute(f"CREATE INDEX {table}_tsv ON {table} USING gin (tsv)")
+        try:
+            for table in ("scratch_words", "scratch_other"):
+                conn.execute(f"INSERT INTO {table} SELECT to_tsvector('english', 'word' || n || ' team plan')"
+                             " FROM generate_series(1, 600) n")
+            assert store.refresh_statistics(conn, "scratch_step", changed=600) == []   # too few to analyse
+            assert conn.execute("SELECT gin_clean_pending_list('scratch_words_tsv')").fetchone()[0] == 0
+            assert conn.execute("SELECT gin_clean_pending_list('scratch_other_tsv')").fetchone()[0] > 0
+            conn.execute("INSERT INTO scratch_words SELECT to_tsvector('english', 'more' || n)"
+                         " FROM generate_series(1, 300) n")
+            assert store.merge_pending_entries(conn, ["scratch_words"]) > 0
+            assert store.merge_pending_entries(conn, ["scratch_words"]) == 0
+        finally:
+            conn.execute("DROP TABLE scratch_words, scratch_other")
+
+
 def test_a_step_that_changed_enough_of_a_table_has_it_analysed_and_a_small_one_does_not(memory, monkeypatch):
     monkeypatch.setitem(store.FILLED_BY, "scratch_step", ("scratch_stats",))
     with store.connect(memory.dsn, autocommit=True) as conn:
