@@ -22,7 +22,7 @@ def start(settings: Settings, host: str, port: int) -> str:
 
     from actors.embedder import model_dimension
     from serve import admission, auth
-    from serve.deployment import APP_NAME, HEALTH_CHECK_PERIOD_S, application, direct_ingress_env
+    from serve.deployment import APP_NAME, application, background_env, direct_ingress_env
     from serve.replica import DeploymentInfo
     from sql.store import authority as store
     from sql.write import reconcile
@@ -36,8 +36,9 @@ def start(settings: Settings, host: str, port: int) -> str:
     except (auth.CredentialError, auth.OriginError) as err:
         raise SettingsError(f"invalid setting: {err}") from None
     _check_port_free(host, port)
-    # read by Serve's controller in the Ray this process starts
-    os.environ.setdefault("RAY_SERVE_PROXY_HEALTH_CHECK_PERIOD_S", str(HEALTH_CHECK_PERIOD_S))
+    # read by Serve's processes in the Ray this process starts
+    for name, value in background_env().items():
+        os.environ.setdefault(name, value)
     # One replica on a Ray of this process's own answers on `port` itself. A cluster's Ray was
     # started without these settings, and several replicas need one address in front of them:
     # there Serve's proxy takes `port`.
