@@ -110,9 +110,12 @@ async def nominate_words(conn: Conn, text: str, predicate: str | None) -> list[s
 # Nomination by meaning is memory_v1's (`memory_v1_private.semantic_nominate`, as for claims and
 # chunks); vectors travel in binary (`%b`), as in `read_queries.nominate`.
 async def nominate_meaning(conn: Conn, vector: Any, predicate: str | None) -> list[str]:
+    # Without a predicate, constants only beside the vector: the plan is prepared once
+    # (`read_queries.nominate`).
+    wanted = "%(p)s" if predicate is not None else "NULL"
     return [r[0] for r in await fetch(
-        conn, "SELECT id::text FROM memory_v1_private.semantic_nominate('facts', %(v)b, %(n)s, predicate => %(p)s)"
-        " ORDER BY ord", {"v": vector, "p": predicate, "n": CANDIDATES})]
+        conn, f"SELECT id::text FROM memory_v1_private.semantic_nominate('facts', %(v)b, {CANDIDATES:d},"
+        f" predicate => {wanted}) ORDER BY ord", {"v": vector, "p": predicate})]
 
 
 async def best_profiles(conn: Conn, vector: Any) -> list[str]:

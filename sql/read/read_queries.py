@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+from psycopg import sql as pgsql
 from psycopg.rows import dict_row
 
 from sql.ids import child_id
@@ -238,10 +239,14 @@ async def nominate(conn: Conn, table: str, channel: str, query: str, vector: Any
         sql = ("SELECT id::text FROM memory_v1_private.lexical_nominate(%(table)s, %(q)s, %(k)s, %(about)s::uuid[])"
                " ORDER BY ord")
     else:
-        # the vector travels in binary (`%(v)b`): as text, formatting and parsing its numbers cost
-        # more than the index scan itself
-        sql = ("SELECT id::text FROM memory_v1_private.semantic_nominate(%(table)s, %(v)b, %(k)s, %(about)s::uuid[],"
-               " %(dated)s) ORDER BY ord")
+        # The vector travels in binary (`%(v)b`): as text, formatting and parsing its numbers cost
+        # more than the index scan itself. The rest is written into the statement: with the table,
+        # the count and the restriction as parameters, PostgreSQL planned the function's six
+        # branches again at every call (0.4–0.8 ms of a 2.3–2.7 ms nomination); as constants, one
+        # branch is left and its prepared plan is kept.
+        sql = pgsql.SQL("SELECT id::text FROM memory_v1_private.semantic_nominate({}, %(v)b, {}, {}, {}) ORDER BY ord"
+                        ).format(pgsql.Literal(table), pgsql.Literal(int(k)),
+                                 pgsql.SQL("%(about)s::uuid[]" if about else "NULL::uuid[]"), pgsql.Literal(bool(dated)))
     return [r[0] for r in await fetch(conn, sql, {"q": query, "v": vector, "k": k, "about": about or None,
                                                   "table": table, "dated": dated})]
 
