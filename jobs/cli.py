@@ -79,7 +79,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from jobs import demo
 
-    return demo.main(runtime.settings())
+    return demo.main(runtime.settings(), port=args.port)
 
 
 def _db(args: argparse.Namespace) -> int:
@@ -174,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_report)
 
     p = sub.add_parser("demo", help="import the example corpus and show what the memory holds")
+    p.add_argument("--port", type=int, default=8000, help="where the read API it asks over HTTP listens (default 8000)")
     p.set_defaults(func=_demo)
 
     p = sub.add_parser("sql", help="read-only SQL over the memory_v1 query space; saved queries; revalidate")

@@ -13,7 +13,7 @@ from sql.store import authority as store
 EXAMPLES = runtime.PROJECT_ROOT / "examples" / "team"
 
 
-def main(settings: Settings) -> int:
+def main(settings: Settings, *, port: int = 8000) -> int:
     options = import_corpus.import_options(settings, (str(EXAMPLES),), source={"modified_at_from": "path"},
                                            batch_size=4)
     # The demo serves its memory on Ray Serve after the import: its Ray is its own, never the one a
@@ -46,7 +46,7 @@ def main(settings: Settings) -> int:
         for title, start, end, distance, text in demo_queries.nearest_chunks(conn, vector, 3):
             snippet = " ".join(text.split())[:110]
             print(f"  {distance:.3f}  {title} [{start}:{end}]  {snippet}")
-    _ask_over_http(settings)
+    _ask_over_http(settings, port)
     return 0
 
 
@@ -77,7 +77,7 @@ def _show_facts(dsn: str) -> None:
             print("\n".join(facts_cli.render_fact(fact)))
 
 
-def _ask_over_http(settings: Settings) -> None:
+def _ask_over_http(settings: Settings, port: int) -> None:
     """Start the read API on Ray Serve and ask it what an agent would, the way the `remember`
     client does."""
     import httpx
@@ -85,7 +85,7 @@ def _ask_over_http(settings: Settings) -> None:
 
     from jobs import serve_cmd
 
-    url = serve_cmd.start(settings, "127.0.0.1", 8000)
+    url = serve_cmd.start(settings, "127.0.0.1", port)
     print(f"\nthe read API is up at {url}; asking it over HTTP:")
     try:
         with httpx.Client(base_url=url, timeout=60) as http:

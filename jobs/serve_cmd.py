@@ -18,6 +18,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def start(settings: Settings, host: str, port: int) -> str:
     """Start the application; return its base URL. Ray stays up until the process ends."""
+    import ray
     from ray import serve
 
     from actors.embedder import model_dimension
@@ -39,10 +40,10 @@ def start(settings: Settings, host: str, port: int) -> str:
     # read by Serve's processes in the Ray this process starts
     for name, value in background_env().items():
         os.environ.setdefault(name, value)
-    # One replica on a Ray of this process's own answers on `port` itself. A cluster's Ray was
-    # started without these settings, and several replicas need one address in front of them:
-    # there Serve's proxy takes `port`.
-    direct = direct_ingress_env(port) if settings.serve_replicas == 1 and \
+    # One replica on a Ray this call starts answers on `port` itself. A cluster's Ray, or one this
+    # process started before (the demo's import), was started without these settings, and several
+    # replicas need one address in front of them: there Serve's proxy takes `port`.
+    direct = direct_ingress_env(port) if settings.serve_replicas == 1 and not ray.is_initialized() and \
         os.environ.get("RAY_ADDRESS") in (None, "", "local") else {}
     os.environ.update(direct)   # the raylet this process starts passes them to Serve's processes
     try:
