@@ -30,15 +30,17 @@ def test_the_demo_import_on_a_first_run_prints_no_error_or_warning(memory, examp
     assert not alarms, "\n".join(alarms)
 
 
-def test_the_demo_asks_its_read_api_over_http_after_the_import(memory, tmp_path):
+def test_the_demo_asks_its_read_api_over_http_after_the_import(memory):
     """`make demo` end to end, as from a fresh shell: the import starts a Ray of its own, and the
     read API then served on that Ray answers on the port the demo asks (the replica's own port
     needs settings the import's Ray was started without: there Serve's proxy takes the port)."""
     from jobs import runtime
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "CORPUSMEM_"))}
+    # the suite's execution and model cache: a first run's calibration is the test above's
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("RAY_", "CORPUSMEM_")) or k in ("CORPUSMEM_EMBEDDING_EXECUTION", "CORPUSMEM_MODEL_CACHE")}
     env.update(CORPUSMEM_DSN=memory.dsn, CORPUSMEM_OBJECT_STORE=memory.object_store_uri,
-               CORPUSMEM_HOME=str(memory.home), CORPUSMEM_MODEL_CACHE=str(tmp_path / "models"))
+               CORPUSMEM_HOME=str(memory.home))
     port = runtime.free_port()
     done = subprocess.run([sys.executable, "-m", "jobs.cli", "demo", "--port", str(port)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=420)
