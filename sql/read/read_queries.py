@@ -248,7 +248,7 @@ async def nominate(conn: Conn, table: str, channel: str, query: str, vector: Any
                         ).format(pgsql.Literal(table), pgsql.Literal(int(k)),
                                  pgsql.SQL("%(about)s::uuid[]" if about else "NULL::uuid[]"), pgsql.Literal(bool(dated)))
     return [r[0] for r in await fetch(conn, sql, {"q": query, "v": vector, "k": k, "about": about or None,
-                                                  "table": table, "dated": dated})]
+                                                  "table": table})]
 
 
 async def confirm_claims(conn: Conn, ids: list[str]) -> list[dict[str, Any]]:
