@@ -128,10 +128,11 @@ def finish() -> None:
     started = _tree()
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
-        from jobs.runtime import ray_answers, ray_processes_seen
+        from jobs.runtime import end_own_monitor, ray_answers, ray_processes_seen
 
         started += ray_processes_seen()   # a raylet killed before now left its own to init
         if ray_answers():
+            end_own_monitor()
             _shutdown_ray(ray.shutdown)
         else:   # `ray.shutdown` would wait on it past the grace: what this process started is ended below
             print("corpusmem: Ray's GCS does not answer: ending its processes", file=sys.stderr, flush=True)

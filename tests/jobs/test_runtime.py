@@ -132,3 +132,19 @@ def test_a_signal_while_a_command_waits_on_a_named_ray_stops_it_at_once(tmp_path
         hung.close()
     assert code == 128 + signal.SIGTERM, command.communicate()[1][-2000:]
     assert took < 5, took
+
+
+def test_the_stop_kills_the_autoscaler_monitor_of_its_own_ray_and_nothing_else(tmp_path):
+    # A child whose command line names Ray's monitor module, as the one `ray.init` starts does,
+    # and one that does not.
+    wait = [sys.executable, "-c", "import time; time.sleep(60)"]
+    monitor = subprocess.Popen([*wait, str(tmp_path / "ray" / "autoscaler" / "_private" / "monitor.py")])
+    other = subprocess.Popen([*wait, str(tmp_path / "monitor.py")])
+    try:
+        runtime.end_own_monitor()
+        assert monitor.wait(timeout=5) == -signal.SIGKILL
+        assert other.poll() is None
+    finally:
+        for child in (monitor, other):
+            child.kill()
+            child.wait()
