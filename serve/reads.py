@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from typing import Any
 from uuid import UUID
 
+from pipeline.claims import askers, segment
 from pipeline.facts.names import named_in
 from pipeline.time.timeparse import asks_when
 from serve import models as m
@@ -251,6 +252,11 @@ async def claims_and_sources_context(conn: Conn, query: str, *, k: int = 50, can
                                               lambda found: len(_claim_groups(found)))
     chunks, chunks_read = await _confirm_best(conn, read_queries.confirm_chunks, of["chunks"], k, len)
     dropped = claims_read - len(claims) + chunks_read - len(chunks)
+    if chunks and askers.asks_own_words(query):
+        # What the asker said outranks an assistant's answer around it (pipeline/claims/askers.py).
+        fused = fusion.scaled(fused, await _assistant_only(conn, chunks), "assistant_only", askers.ASSISTANT_ONLY_WEIGHT)
+        place = {i: n for n, i in enumerate(fused)}
+        chunks.sort(key=lambda c: place[str(c["chunk_id"])])
     groups = _claim_groups(claims)
     full_channel = any(len(ids) >= candidate_k for ids in nominated.values())
     unread = claims_read < len(of["claims"]) or chunks_read < len(of["chunks"])
@@ -275,6 +281,28 @@ async def _confirm_best(conn: Conn, confirm, ids: list[str], k: int, count) -> t
     ids were enough for each of 100 questions, where pages of 100 read twice that."""
     return await confirmation.best_pages(lambda page: confirm(conn, page), ids, page=k + 1 + k // 4,
                                          enough=lambda found: count(found) > k)
+
+
+async def _assistant_only(conn: Conn, chunks: list[dict[str, Any]]) -> set[str]:
+    """The ids of `chunks` in which only an assistant speaks: the turns that open in the chunk,
+    and unless one opens it, the turn it starts inside (the last to open in the `TURN_LOOKBACK`
+    chunks before it). A chunk whose speaker is not known (no turn in it or before it) is not."""
+    context = await read_queries.turn_context(conn, [str(c["chunk_id"]) for c in chunks], TURN_LOOKBACK)
+    out = set()
+    for c in chunks:
+        first, before = context.get(str(c["chunk_id"]), ("", []))
+        header = segment.document_header(first, "")
+        text = c["chunk_text"]
+        speakers = segment.turn_speakers(text, header)
+        if not segment.turn_speakers(text.lstrip().split("\n", 1)[0], header):   # it starts inside a turn
+            speakers += next((s[-1:] for t in before if (s := segment.turn_speakers(t, header))), [])
+        if askers.assistant_only(speakers):
+            out.add(str(c["chunk_id"]))
+    return out
+
+
+# Chunks read back for the turn a chunk starts inside: an assistant's answer spans a few.
+TURN_LOOKBACK = 3
 
 
 def _claim_groups(claims: list[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:

@@ -175,6 +175,26 @@ def context_passages(markdown: str, chunks: Sequence[tuple[int, int]], target_in
     return before + target + after
 
 
+def turn_speakers(text: str, header: str = "") -> list[str]:
+    """The speakers of the turns that open in `text`, a passage of a document whose header is
+    `header` (`document_header`), in order: a line opens a turn by the rule that splits the
+    statements (`_takes_turns`), so where the header declares the participants an unmarked
+    `Name:` opens one only for them ("**Helmet:**" in an assistant's answer is a label). Read
+    line by line, without the whole document's code spans: a reader asks it of many passages."""
+    declared = _declared_speakers(header) if header else None
+    found = []
+    for line in text.splitlines():
+        body = line[_PREFIX.match(line).end():]
+        turn = _TURN.match(body)
+        if turn is None:
+            continue
+        speaker = turn.group("bold_in") or turn.group("bold_out") or turn.group("plain") or turn.group("role")
+        if _is_speaker(speaker) and _takes_turns(text, speaker, marked=turn.group("meta") is not None,
+                                                 role=turn.group("role") is not None, declared=declared):
+            found.append(" ".join(speaker.split()))
+    return found
+
+
 @lru_cache(maxsize=8)   # asked again for every chunk of the same document
 def document_header(markdown: str, title: str, max_chars: int = 600) -> str:
     """The document header Claimify may use as context: the title, a title-like first line (a
@@ -306,7 +326,8 @@ def _opened(markdown: str, kind: str, start: int, end: int, line_start: int) -> 
     return _Unit(kind, start, end, line_start)
 
 
-def _takes_turns(markdown: str, speaker: str, *, marked: bool, role: bool) -> bool:
+def _takes_turns(markdown: str, speaker: str, *, marked: bool, role: bool,
+                 declared: frozenset[str] | None | bool = True) -> bool:
     """Whether `speaker:` at a line start opens a turn. Behind a turn marker (`[t3 | …] Dana:`) it
     does. Where the header declares who takes part ("Participants: user, assistant"), an unmarked
     one does only when it names one of them: "**Helmet:**" inside an assistant's answer is a
@@ -314,7 +335,8 @@ def _takes_turns(markdown: str, speaker: str, *, marked: bool, role: bool) -> bo
     ("Consequence:" beside "consequences"), and a lower-case role does not."""
     if marked:
         return True
-    declared = _declared_speakers(markdown)
+    if declared is True:   # not given: the speakers `markdown` itself declares
+        declared = _declared_speakers(markdown)
     if declared is not None:
         return " ".join(speaker.lower().split()) in declared or speaker.split()[0].lower() in declared
     return not role and not _common_word(markdown, speaker)

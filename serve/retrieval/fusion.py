@@ -28,4 +28,15 @@ def signals(channels: dict[str, list[str]], weights: dict[str, float] | None = N
         weight = weights.get(str(name), 1.0)
         for rank, item in enumerate(ids, start=1):
             found.setdefault(item, {})[str(name)] = weight / (RRF_K + rank)
+    return _ordered(found)
+
+
+def scaled(fused: dict[str, dict[str, float]], ids: set[str], signal: str, weight: float) -> dict[str, dict[str, float]]:
+    """`fused` (as `signals` gives it) with each of `ids` brought to `weight` of its fused score
+    by a signal of its own, `signal` (negative), in fused order again."""
+    return _ordered({i: {**found, signal: (weight - 1) * sum(found.values())} if i in ids else found
+                     for i, found in fused.items()})
+
+
+def _ordered(found: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
     return dict(sorted(found.items(), key=lambda kv: (-sum(kv[1].values()), kv[0])))

@@ -262,6 +262,23 @@ async def confirm_chunks(conn: Conn, ids: list[str]) -> list[dict[str, Any]]:
                          " ORDER BY array_position(%(ids)s::uuid[], ch.chunk_id)", {"ids": ids})
 
 
+async def turn_context(conn: Conn, chunk_ids: list[str], back: int) -> dict[str, tuple[str, list[str]]]:
+    """For each of `chunk_ids` (chunks already confirmed), the text of its reading's first chunk
+    (where the document's header is) and the texts of the `back` chunks before it, nearest first:
+    what says whose turn a chunk that starts inside one belongs to."""
+    out: dict[str, tuple[str, list[str]]] = {}
+    for chunk_id, own, ord_, text in await fetch(
+            conn, "SELECT c.chunk_id::text, c.ord, q.ord, q.text FROM chunks c CROSS JOIN LATERAL"
+                  " (SELECT q.ord, q.text FROM chunks q WHERE q.version_id = c.version_id"
+                  "  AND (q.ord = 0 OR q.ord BETWEEN c.ord - %(back)s AND c.ord - 1)) q"
+                  " WHERE c.chunk_id = ANY(%(ids)s::uuid[]) ORDER BY 1, 3 DESC", {"ids": chunk_ids, "back": back}):
+        first, before = out.get(chunk_id, ("", []))
+        if ord_ < own and ord_ >= own - back:
+            before.append(text)
+        out[chunk_id] = (text if ord_ == 0 else first, before)
+    return out
+
+
 async def adjacent_chunks(conn: Conn, chunk_id: str, window: int) -> list[dict[str, Any]] | None:
     """The chunk and its neighbours within `window` in the same reading; None for a chunk that is
     not part of a live document's current reading."""

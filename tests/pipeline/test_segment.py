@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.claims.extraction import Passage
-from pipeline.claims.segment import context_passages, document_header, split_passages
+from pipeline.claims.segment import context_passages, document_header, split_passages, turn_speakers
 from pipeline.documents.chunk import structure_and_chunk
 from tests.support.paths import EXAMPLES
 
@@ -289,6 +289,17 @@ def test_context_passages_at_the_edges_and_out_of_range() -> None:
         context_passages(markdown, spans, 2)
     with pytest.raises(ValueError):
         split_passages(markdown, 10, len(markdown) + 1)
+
+
+def test_a_passage_names_the_speakers_of_the_turns_that_open_in_it_as_its_document_would() -> None:
+    chat = "# Chat 7, session 1\n\nParticipants: user, assistant\n\n"
+    passage = ("Here is the list.\n\n[q7s1:4 | 2023-05-21T19:50:00Z] user: I have three bikes.\n\n"
+               "[q7s1:5 | 2023-05-21T19:50:00Z] assistant: Good choice:\n\n**Helmet:** wear one\nBlack Hills: tours\n")
+    # the header declares who takes part: the labels in the assistant's answer open no turn
+    assert turn_speakers(passage, document_header(chat, "")) == ["user", "assistant"]
+    assert turn_speakers(passage) == ["user", "assistant", "Helmet", "Black Hills"]
+    assert turn_speakers("Caroline: I went to the park.\nMelanie: Nice!") == ["Caroline", "Melanie"]
+    assert turn_speakers("* Local bike shops know the routes.\n1. Storage: a rack") == []
 
 
 def test_document_header() -> None:
