@@ -290,12 +290,11 @@ async def _assistant_only(conn: Conn, chunks: list[dict[str, Any]]) -> set[str]:
     context = await read_queries.turn_context(conn, [str(c["chunk_id"]) for c in chunks], TURN_LOOKBACK)
     out = set()
     for c in chunks:
-        first, before = context.get(str(c["chunk_id"]), ("", []))
-        header = segment.document_header(first, "")
+        opening, before = context.get(str(c["chunk_id"]), ("", []))
         text = c["chunk_text"]
-        speakers = segment.turn_speakers(text, header)
-        if not segment.turn_speakers(text.lstrip().split("\n", 1)[0], header):   # it starts inside a turn
-            speakers += next((s[-1:] for t in before if (s := segment.turn_speakers(t, header))), [])
+        speakers = segment.turn_speakers(text, opening)
+        if not speakers or not segment.turn_speakers(text.lstrip().split("\n", 1)[0], opening):   # it starts inside a turn
+            speakers += next((s[-1:] for t in before if (s := segment.turn_speakers(t, opening))), [])
         if askers.assistant_only(speakers):
             out.add(str(c["chunk_id"]))
     return out

@@ -175,22 +175,23 @@ def context_passages(markdown: str, chunks: Sequence[tuple[int, int]], target_in
     return before + target + after
 
 
-def turn_speakers(text: str, header: str = "") -> list[str]:
-    """The speakers of the turns that open in `text`, a passage of a document whose header is
-    `header` (`document_header`), in order: a line opens a turn by the rule that splits the
-    statements (`_takes_turns`), so where the header declares the participants an unmarked
-    `Name:` opens one only for them ("**Helmet:**" in an assistant's answer is a label). Read
-    line by line, without the whole document's code spans: a reader asks it of many passages."""
-    declared = _declared_speakers(header) if header else None
+def turn_speakers(text: str, opening: str = "") -> list[str]:
+    """The speakers of the turns that open in `text`, a passage of a document that opens with
+    `opening` (its first chunk, where its header is), in order: a line opens a turn by the rule
+    that splits the statements (`_takes_turns`), so where the header declares the participants
+    an unmarked `Name:` opens one only for them ("**Helmet:**" in an assistant's answer is a
+    label). Read line by line, without the whole document's code spans: a reader asks it of many
+    passages."""
     found = []
     for line in text.splitlines():
-        body = line[_PREFIX.match(line).end():]
-        turn = _TURN.match(body)
+        turn = _TURN.match(line, _PREFIX.match(line).end())
         if turn is None:
             continue
         speaker = turn.group("bold_in") or turn.group("bold_out") or turn.group("plain") or turn.group("role")
-        if _is_speaker(speaker) and _takes_turns(text, speaker, marked=turn.group("meta") is not None,
-                                                 role=turn.group("role") is not None, declared=declared):
+        marked = turn.group("meta") is not None
+        if _takes_turns(text, speaker, marked=marked, role=turn.group("role") is not None,
+                        declared=True if marked else _declared_speakers(opening) if opening else None) \
+                and _is_speaker(speaker):
             found.append(" ".join(speaker.split()))
     return found
 
@@ -342,7 +343,7 @@ def _takes_turns(markdown: str, speaker: str, *, marked: bool, role: bool,
     return not role and not _common_word(markdown, speaker)
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=1024)   # by a document's text, or its first chunk's for `turn_speakers`
 def _declared_speakers(markdown: str) -> frozenset[str] | None:
     """The speakers a document's header declares (`participants_of`), lower-cased, each name and
     its first word; None where it declares none."""

@@ -296,7 +296,7 @@ def test_a_passage_names_the_speakers_of_the_turns_that_open_in_it_as_its_docume
     passage = ("Here is the list.\n\n[q7s1:4 | 2023-05-21T19:50:00Z] user: I have three bikes.\n\n"
                "[q7s1:5 | 2023-05-21T19:50:00Z] assistant: Good choice:\n\n**Helmet:** wear one\nBlack Hills: tours\n")
     # the header declares who takes part: the labels in the assistant's answer open no turn
-    assert turn_speakers(passage, document_header(chat, "")) == ["user", "assistant"]
+    assert turn_speakers(passage, chat) == ["user", "assistant"]
     assert turn_speakers(passage) == ["user", "assistant", "Helmet", "Black Hills"]
     assert turn_speakers("Caroline: I went to the park.\nMelanie: Nice!") == ["Caroline", "Melanie"]
     assert turn_speakers("* Local bike shops know the routes.\n1. Storage: a rack") == []
