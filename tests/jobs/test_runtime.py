@@ -134,17 +134,22 @@ def test_a_signal_while_a_command_waits_on_a_named_ray_stops_it_at_once(tmp_path
     assert took < 5, took
 
 
+_MONITOR_AND_ANOTHER = """
+import subprocess, sys
+from jobs import runtime
+wait = [sys.executable, "-c", "import time; time.sleep(60)"]
+monitor = subprocess.Popen([*wait, sys.argv[1] + "/ray/autoscaler/_private/monitor.py"])
+other = subprocess.Popen([*wait, sys.argv[1] + "/monitor.py"])
+runtime.end_own_monitor()
+print(monitor.wait(timeout=5), other.poll())
+other.kill()
+"""
+
+
 def test_the_stop_kills_the_autoscaler_monitor_of_its_own_ray_and_nothing_else(tmp_path):
-    # A child whose command line names Ray's monitor module, as the one `ray.init` starts does,
-    # and one that does not.
-    wait = [sys.executable, "-c", "import time; time.sleep(60)"]
-    monitor = subprocess.Popen([*wait, str(tmp_path / "ray" / "autoscaler" / "_private" / "monitor.py")])
-    other = subprocess.Popen([*wait, str(tmp_path / "monitor.py")])
-    try:
-        runtime.end_own_monitor()
-        assert monitor.wait(timeout=5) == -signal.SIGKILL
-        assert other.poll() is None
-    finally:
-        for child in (monitor, other):
-            child.kill()
-            child.wait()
+    # In a process of its own, so that the test session's own Ray keeps its monitor: a child whose
+    # command line names Ray's monitor module, as the one `ray.init` starts does, and one that does not.
+    done = subprocess.run([sys.executable, "-c", _MONITOR_AND_ANOTHER, str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(-signal.SIGKILL), "None"]
