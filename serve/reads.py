@@ -252,10 +252,13 @@ async def claims_and_sources_context(conn: Conn, query: str, *, k: int = 50, can
                                               lambda found: len(_claim_groups(found)))
     chunks, chunks_read = await _confirm_best(conn, read_queries.confirm_chunks, of["chunks"], k, len)
     dropped = claims_read - len(claims) + chunks_read - len(chunks)
-    if chunks and askers.asks_own_words(query):
+    if (claims or chunks) and askers.asks_own_words(query):
         # What the asker said outranks an assistant's answer around it (pipeline/claims/askers.py).
-        fused = fusion.scaled(fused, await _assistant_only(conn, chunks), "assistant_only", askers.ASSISTANT_ONLY_WEIGHT)
+        own, assistant_only = await _whose_words(conn, claims, chunks)
+        fused = fusion.scaled(fused, own, "own_words", askers.OWN_WORDS_WEIGHT)
+        fused = fusion.scaled(fused, assistant_only, "assistant_only", askers.ASSISTANT_ONLY_WEIGHT)
         place = {i: n for n, i in enumerate(fused)}
+        claims.sort(key=lambda c: place[str(c["claim_id"])])
         chunks.sort(key=lambda c: place[str(c["chunk_id"])])
     groups = _claim_groups(claims)
     full_channel = any(len(ids) >= candidate_k for ids in nominated.values())
@@ -283,21 +286,41 @@ async def _confirm_best(conn: Conn, confirm, ids: list[str], k: int, count) -> t
                                          enough=lambda found: count(found) > k)
 
 
-async def _assistant_only(conn: Conn, chunks: list[dict[str, Any]]) -> set[str]:
-    """The ids of `chunks` in which only an assistant speaks: the turns that open in the chunk,
-    and unless one opens it, the turn it starts inside (the last to open in the `TURN_LOOKBACK`
-    chunks before it). A chunk whose speaker is not known (no turn in it or before it) is not."""
-    context = await read_queries.turn_context(conn, [str(c["chunk_id"]) for c in chunks], TURN_LOOKBACK)
-    out = set()
+async def _whose_words(conn: Conn, claims: list[dict[str, Any]], chunks: list[dict[str, Any]]
+                      ) -> tuple[set[str], set[str]]:
+    """The ids of the `claims` a person said in a chat with an assistant, and of the `chunks` in
+    which only an assistant speaks (`askers`). Who speaks where is read from the turns that open
+    in a chunk and, before its first, the last to open in the `TURN_LOOKBACK` chunks before it;
+    where that is not known (no turn in them), a claim or a chunk is neither."""
+    context = await read_queries.turn_context(
+        conn, sorted({str(c["chunk_id"]) for c in chunks} | {str(c["chunk_id"]) for c in claims}), TURN_LOOKBACK)
+    openings: dict[str, list[tuple[int, str]]] = {}
+
+    def speaker_at(chunk_id: str, offset: int) -> tuple[str | None, list[tuple[int, str]]]:
+        """Who speaks at `offset` of the chunk, and the turns that open in it."""
+        found = context[chunk_id]
+        if chunk_id not in openings:
+            openings[chunk_id] = segment.turn_openings(found.text, found.opening)
+        opened = [speaker for at, speaker in openings[chunk_id] if at <= offset]
+        if opened:
+            return opened[-1], openings[chunk_id]
+        return next((s[-1] for t in found.before if (s := segment.turn_speakers(t, found.opening))), None), openings[chunk_id]
+
+    own, assistant_only = set(), set()
     for c in chunks:
-        opening, before = context.get(str(c["chunk_id"]), ("", []))
-        text = c["chunk_text"]
-        speakers = segment.turn_speakers(text, opening)
-        if not speakers or not segment.turn_speakers(text.lstrip().split("\n", 1)[0], opening):   # it starts inside a turn
-            speakers += next((s[-1:] for t in before if (s := segment.turn_speakers(t, opening))), [])
-        if askers.assistant_only(speakers):
-            out.add(str(c["chunk_id"]))
-    return out
+        chunk_id = str(c["chunk_id"])
+        if chunk_id in context:
+            first, opened = speaker_at(chunk_id, len(c["chunk_text"]) - len(c["chunk_text"].lstrip()))
+            if askers.assistant_only([s for _, s in opened] + ([first] if first else [])):
+                assistant_only.add(chunk_id)
+    for c in claims:
+        chunk_id = str(c["chunk_id"])
+        if chunk_id in context:
+            speaker, opened = speaker_at(chunk_id, c["char_start"] - context[chunk_id].char_start)
+            chat = segment.participants(context[chunk_id].opening) | {s.lower() for _, s in opened}
+            if speaker and askers.persons_words(speaker, chat):
+                own.add(str(c["claim_id"]))
+    return own, assistant_only
 
 
 # Chunks read back for the turn a chunk starts inside: an assistant's answer spans a few.

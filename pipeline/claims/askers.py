@@ -15,7 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-# What a chunk in which only an assistant speaks keeps of its fused score, for such a question.
+# For such a question, what the person said counts three times its fused score, and a chunk in
+# which only an assistant speaks half of its own.
+OWN_WORDS_WEIGHT = 3.0
 ASSISTANT_ONLY_WEIGHT = 0.5
 
 # Speaker names that are an assistant's role, not a person's name (as chat exports write them).
@@ -35,3 +37,10 @@ def assistant_only(speakers: Iterable[str]) -> bool:
     """Whether everyone speaking in a passage is an assistant (and someone is)."""
     said = {" ".join(s.lower().split()) for s in speakers}
     return bool(said) and said <= ASSISTANT_ROLES
+
+
+def persons_words(speaker: str, chat: Iterable[str]) -> bool:
+    """Whether `speaker`'s words in a chat among `chat` (its participants) are a person's, said to
+    an assistant."""
+    lowered = {" ".join(s.lower().split()) for s in chat}
+    return " ".join(speaker.lower().split()) not in ASSISTANT_ROLES and bool(lowered & ASSISTANT_ROLES)

@@ -176,24 +176,36 @@ def context_passages(markdown: str, chunks: Sequence[tuple[int, int]], target_in
 
 
 def turn_speakers(text: str, opening: str = "") -> list[str]:
-    """The speakers of the turns that open in `text`, a passage of a document that opens with
-    `opening` (its first chunk, where its header is), in order: a line opens a turn by the rule
-    that splits the statements (`_takes_turns`), so where the header declares the participants
-    an unmarked `Name:` opens one only for them ("**Helmet:**" in an assistant's answer is a
-    label). Read line by line, without the whole document's code spans: a reader asks it of many
-    passages."""
+    """The speakers of the turns that open in `text`, in order (`turn_openings`)."""
+    return [speaker for _, speaker in turn_openings(text, opening)]
+
+
+def turn_openings(text: str, opening: str = "") -> list[tuple[int, str]]:
+    """(offset in `text`, speaker) of each turn that opens in `text`, a passage of a document that
+    opens with `opening` (its first chunk, where its header is), in order: a line opens a turn by
+    the rule that splits the statements (`_takes_turns`), so where the header declares the
+    participants an unmarked `Name:` opens one only for them ("**Helmet:**" in an assistant's
+    answer is a label). Read line by line, without the whole document's code spans: a reader
+    asks it of many passages."""
     found = []
-    for line in text.splitlines():
+    line_start = 0
+    for line in text.splitlines(keepends=True):
         turn = _TURN.match(line, _PREFIX.match(line).end())
-        if turn is None:
-            continue
-        speaker = turn.group("bold_in") or turn.group("bold_out") or turn.group("plain") or turn.group("role")
-        marked = turn.group("meta") is not None
-        if _takes_turns(text, speaker, marked=marked, role=turn.group("role") is not None,
-                        declared=True if marked else _declared_speakers(opening) if opening else None) \
-                and _is_speaker(speaker):
-            found.append(" ".join(speaker.split()))
+        if turn is not None:
+            speaker = turn.group("bold_in") or turn.group("bold_out") or turn.group("plain") or turn.group("role")
+            marked = turn.group("meta") is not None
+            if _takes_turns(text, speaker, marked=marked, role=turn.group("role") is not None,
+                            declared=True if marked else _declared_speakers(opening) if opening else None) \
+                    and _is_speaker(speaker):
+                found.append((line_start, " ".join(speaker.split())))
+        line_start += len(line)
     return found
+
+
+def participants(opening: str) -> frozenset[str]:
+    """Who a document whose first chunk is `opening` declares takes part, lower-cased (empty
+    where its header declares no one)."""
+    return _declared_speakers(opening) or frozenset() if opening else frozenset()
 
 
 @lru_cache(maxsize=8)   # asked again for every chunk of the same document

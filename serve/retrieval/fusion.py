@@ -32,8 +32,8 @@ def signals(channels: dict[str, list[str]], weights: dict[str, float] | None = N
 
 
 def scaled(fused: dict[str, dict[str, float]], ids: set[str], signal: str, weight: float) -> dict[str, dict[str, float]]:
-    """`fused` (as `signals` gives it) with each of `ids` brought to `weight` of its fused score
-    by a signal of its own, `signal` (negative), in fused order again."""
+    """`fused` (as `signals` gives it) with each of `ids` brought to `weight` times its fused score
+    by a signal of its own, `signal` (negative for a weight under 1), in fused order again."""
     return _ordered({i: {**found, signal: (weight - 1) * sum(found.values())} if i in ids else found
                      for i, found in fused.items()})
 

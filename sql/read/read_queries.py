@@ -7,7 +7,7 @@ every read names, through `servable`, one of the views that decide it (migration
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 from psycopg import sql as pgsql
@@ -262,20 +262,32 @@ async def confirm_chunks(conn: Conn, ids: list[str]) -> list[dict[str, Any]]:
                          " ORDER BY array_position(%(ids)s::uuid[], ch.chunk_id)", {"ids": ids})
 
 
-async def turn_context(conn: Conn, chunk_ids: list[str], back: int) -> dict[str, tuple[str, list[str]]]:
-    """For each of `chunk_ids` (chunks already confirmed), the text of its reading's first chunk
-    (where the document's header is) and the texts of the `back` chunks before it, nearest first:
-    what says whose turn a chunk that starts inside one belongs to."""
-    out: dict[str, tuple[str, list[str]]] = {}
-    for chunk_id, own, ord_, text in await fetch(
-            conn, "SELECT c.chunk_id::text, c.ord, q.ord, q.text FROM chunks c CROSS JOIN LATERAL"
-                  " (SELECT q.ord, q.text FROM chunks q WHERE q.version_id = c.version_id"
-                  "  AND (q.ord = 0 OR q.ord BETWEEN c.ord - %(back)s AND c.ord - 1)) q"
+class TurnContext(NamedTuple):
+    """What says whose turn a passage of a chunk belongs to (`turn_context`)."""
+
+    opening: str        # the text of its reading's first chunk, where the document's header is
+    text: str           # the chunk's own text
+    char_start: int     # where the chunk starts in the document
+    before: list[str]   # the texts of the chunks before it, nearest first
+
+
+async def turn_context(conn: Conn, chunk_ids: list[str], back: int) -> dict[str, TurnContext]:
+    """For each of `chunk_ids` (chunks of confirmed rows), its `TurnContext` with up to `back`
+    chunks before it."""
+    out: dict[str, TurnContext] = {}
+    for chunk_id, own, ord_, text, char_start in await fetch(
+            conn, "SELECT c.chunk_id::text, c.ord, q.ord, q.text, q.char_start FROM chunks c CROSS JOIN LATERAL"
+                  " (SELECT q.ord, q.text, q.char_start FROM chunks q WHERE q.version_id = c.version_id"
+                  "  AND (q.ord = 0 OR q.ord BETWEEN c.ord - %(back)s AND c.ord)) q"
                   " WHERE c.chunk_id = ANY(%(ids)s::uuid[]) ORDER BY 1, 3 DESC", {"ids": chunk_ids, "back": back}):
-        first, before = out.get(chunk_id, ("", []))
-        if ord_ < own and ord_ >= own - back:
-            before.append(text)
-        out[chunk_id] = (text if ord_ == 0 else first, before)
+        found = out.setdefault(chunk_id, TurnContext("", "", 0, []))
+        if ord_ == own:
+            found = found._replace(text=text, char_start=char_start)
+        elif ord_ >= own - back:
+            found.before.append(text)
+        if ord_ == 0:
+            found = found._replace(opening=text)
+        out[chunk_id] = found
     return out
 
 

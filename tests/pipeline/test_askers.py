@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.claims.askers import assistant_only, asks_own_words
+from pipeline.claims.askers import assistant_only, asks_own_words, persons_words
 
 
 @pytest.mark.parametrize(("question", "own"), [
@@ -29,3 +29,11 @@ def test_only_an_assistant_speaks_where_every_speaker_is_an_assistants_role() ->
     assert not assistant_only(["assistant", "user"])
     assert not assistant_only(["Caroline", "Melanie"])
     assert not assistant_only([])   # no speaker known: not an assistant's
+
+
+def test_a_persons_words_are_those_said_to_an_assistant() -> None:
+    assert persons_words("user", {"user", "assistant"})
+    assert persons_words("Dana", {"dana", "ai"})
+    assert not persons_words("assistant", {"user", "assistant"})   # the assistant's own
+    assert not persons_words("Caroline", {"caroline", "melanie"})  # two people: nobody is asking an assistant
+    assert not persons_words("user", set())

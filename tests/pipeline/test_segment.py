@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.claims.extraction import Passage
-from pipeline.claims.segment import context_passages, document_header, split_passages, turn_speakers
+from pipeline.claims.segment import (context_passages, document_header, participants, split_passages,
+                                     turn_openings, turn_speakers)
 from pipeline.documents.chunk import structure_and_chunk
 from tests.support.paths import EXAMPLES
 
@@ -300,6 +301,10 @@ def test_a_passage_names_the_speakers_of_the_turns_that_open_in_it_as_its_docume
     assert turn_speakers(passage) == ["user", "assistant", "Helmet", "Black Hills"]
     assert turn_speakers("Caroline: I went to the park.\nMelanie: Nice!") == ["Caroline", "Melanie"]
     assert turn_speakers("* Local bike shops know the routes.\n1. Storage: a rack") == []
+    # where each turn opens, for what a reader places inside a chunk
+    assert [(passage[at:at + 8], who) for at, who in turn_openings(passage, chat)] == [
+        ("[q7s1:4 ", "user"), ("[q7s1:5 ", "assistant")]
+    assert participants(chat) == {"user", "assistant"} and participants("# Notes\n\nNo one.") == frozenset()
 
 
 def test_document_header() -> None:

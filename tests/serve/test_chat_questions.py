@@ -1,5 +1,6 @@
 """A question in the first person, over a memory of chats between a person and an assistant: what
-the person said outranks the assistant's long answers around it (`pipeline/claims/askers.py`),
+the person said (their claims, the chunks they speak in) outranks the assistant's long answers
+around it (`pipeline/claims/askers.py`),
 unless the question speaks to the assistant; a conversation between two people is ranked as
 before. In process (FastAPI app, real embedder, no Ray Serve)."""
 
@@ -68,10 +69,28 @@ def test_the_person_s_own_words_outrank_the_assistant_s_answer_for_a_first_perso
         assert ranked[n]["score"] == pytest.approx(sum(ranked[n]["signals"].values()))
 
 
+def test_what_the_person_said_comes_first_among_the_claims(api):
+    response = api.post("/operations/claims_and_sources_context", json={"query": "How many bikes do I own?"})
+    body = response.json()
+    ranked = [r for r in body["ranking"] if r["item_id"] in {e["claim_id"] for e in body["evidence"]}]
+    assert [r["item_id"] for r in ranked] == [e["claim_id"] for e in body["evidence"]], "the claims follow the ranking"
+    first = next(e for e in body["evidence"] if e["claim_id"] == ranked[0]["item_id"])
+    assert "three bikes" in first["source_span"] and ranked[0]["signals"]["own_words"] > 0
+    # the person's claims are their turns' (q7s1:1 and q7s1:3), never the assistant's advice
+    own = [e for e in body["evidence"] if "own_words" in next(r for r in ranked if r["item_id"] == e["claim_id"])["signals"]]
+    assert own and all(e["source_span"] in CHAT.split("assistant:")[0] + CHAT.split("[q7s1:3")[1].split("[q7s1:4")[0]
+                       for e in own)
+
+
 def test_a_question_to_the_assistant_and_a_chat_between_two_people_rank_as_fused(api):
     for query in ("Which bike shop did you say can check my bike's brakes?", "Which bike shop sold Caroline her bikes?"):
         assert not [c for c in ranked_chunks(api, query) if "assistant_only" in c["signals"]], query
+        body = api.post("/operations/claims_and_sources_context", json={"query": query}).json()
+        assert not [r for r in body["ranking"] if "own_words" in r["signals"]], query
     # in the first person too, a conversation without an assistant keeps its place
     ranked = ranked_chunks(api, "Did I buy two new bikes for the club rides?")
     friends = [c for c in ranked if "Caroline:" in c["chunk_text"]]
     assert friends and not [c for c in friends if "assistant_only" in c["signals"]]
+    body = api.post("/operations/claims_and_sources_context", json={"query": "Did I buy two new bikes for the club rides?"}).json()
+    caroline = {e["claim_id"] for e in body["evidence"] if "club" in e["source_span"]}
+    assert caroline and not [r for r in body["ranking"] if r["item_id"] in caroline and "own_words" in r["signals"]]
