@@ -294,17 +294,21 @@ async def _whose_words(conn: Conn, claims: list[dict[str, Any]], chunks: list[di
     where that is not known (no turn in them), a claim or a chunk is neither."""
     context = await read_queries.turn_context(
         conn, sorted({str(c["chunk_id"]) for c in chunks} | {str(c["chunk_id"]) for c in claims}), TURN_LOOKBACK)
-    openings: dict[str, list[tuple[int, str]]] = {}
+    openings: dict[str, list[tuple[int, str]]] = {}   # the turns that open in a chunk
+    starts: dict[str, str | None] = {}                  # who speaks where a chunk starts
 
     def speaker_at(chunk_id: str, offset: int) -> tuple[str | None, list[tuple[int, str]]]:
-        """Who speaks at `offset` of the chunk, and the turns that open in it."""
+        """Who speaks at `offset` of the chunk, and the turns that open in it (each read once)."""
         found = context[chunk_id]
         if chunk_id not in openings:
             openings[chunk_id] = segment.turn_openings(found.text, found.opening)
-        opened = [speaker for at, speaker in openings[chunk_id] if at <= offset]
-        if opened:
-            return opened[-1], openings[chunk_id]
-        return next((s[-1] for t in found.before if (s := segment.turn_speakers(t, found.opening))), None), openings[chunk_id]
+        speaker = next((speaker for at, speaker in reversed(openings[chunk_id]) if at <= offset), None)
+        if speaker is None:
+            if chunk_id not in starts:
+                starts[chunk_id] = next((s[-1] for t in found.before
+                                         if (s := segment.turn_speakers(t, found.opening))), None)
+            speaker = starts[chunk_id]
+        return speaker, openings[chunk_id]
 
     own, assistant_only = set(), set()
     for c in chunks:
