@@ -586,15 +586,20 @@ def started_ray() -> bool:
 
 def own_raylet():
     """The raylet this process started (a psutil.Process), or None."""
+    return next(_own_children(lambda child: child.name() == "raylet"), None)
+
+
+def _own_children(matches):
+    """This process's children (psutil.Process) for which `matches` holds, skipping one that exits
+    while it is asked."""
     import psutil
 
     for child in psutil.Process().children():
         try:
-            if child.name() == "raylet":
-                return child
+            if matches(child):
+                yield child
         except psutil.Error:
             continue  # a child that just exited
-    return None
 
 
 def end_own_monitor() -> None:
@@ -606,12 +611,11 @@ def end_own_monitor() -> None:
     import psutil
 
     monitor = os.path.join("autoscaler", "_private", "monitor.py")
-    for child in psutil.Process().children():
+    for child in _own_children(lambda child: any(arg.endswith(monitor) for arg in child.cmdline())):
         try:
-            if any(arg.endswith(monitor) for arg in child.cmdline()):
-                child.kill()
+            child.kill()
         except psutil.Error:
-            continue  # a child that just exited
+            pass  # it exited meanwhile
 
 
 def alive_nodes() -> int:
