@@ -515,6 +515,8 @@ def watch_ray(done: threading.Event, *, gcs: bool) -> threading.Thread:
     import ray
 
     raylet = own_raylet()
+    if raylet is not None:
+        _note_ray_processes(raylet)
     address = ray.get_runtime_context().gcs_address
 
     def watch() -> None:
@@ -540,16 +542,18 @@ def watch_ray(done: threading.Event, *, gcs: bool) -> threading.Thread:
     return thread
 
 
-# The processes the raylet this command started ran at the watch's last look: a raylet that is
-# killed leaves them to init, out of this process's tree (its runtime-env agent outlived an import
+# The raylet this command started, and the processes it ran at the watch's last look: a raylet that
+# is killed leaves them to init, out of this process's tree (its runtime-env agent outlived an import
 # whose raylet was killed), and the stop ends them by this list (`shutdown.finish`).
+_raylet = None
 _ray_processes: list = []
 
 
 def _note_ray_processes(raylet) -> None:
     import psutil
 
-    global _ray_processes
+    global _raylet, _ray_processes
+    _raylet = raylet
     try:
         _ray_processes = raylet.children(recursive=True)
     except psutil.Error:
@@ -558,8 +562,28 @@ def _note_ray_processes(raylet) -> None:
 
 def ray_processes_seen() -> list:
     """What the raylet this command started ran when its watch last looked (psutil.Process
-    objects, which know a reused pid from the process they named)."""
-    return list(_ray_processes)
+    objects, which know a reused pid from the process they named) and, once that raylet has
+    ended, the workers it started after that look."""
+    seen = list(_ray_processes)
+    if _raylet is not None and not shutdown.running(_raylet):
+        seen += _workers_of(_raylet.pid)
+    return seen
+
+
+def _workers_of(raylet_pid: int) -> list:
+    """This user's processes that name `raylet_pid` as their raylet: a raylet passes its pid to
+    the workers it starts (RAY_RAYLET_PID), and a worker still connecting to a raylet that was
+    killed outlived the import by seconds."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.uids().real == os.getuid() and proc.environ().get("RAY_RAYLET_PID") == str(raylet_pid):
+                found.append(proc)
+        except psutil.Error:
+            continue   # gone, or not this user's to read
+    return found
 
 
 # Set in the Ray of a `corpusmem serve` that is stopping, before it interrupts the commands that joined it.

@@ -153,3 +153,37 @@ def test_the_stop_kills_the_autoscaler_monitor_of_its_own_ray_and_nothing_else(t
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [str(-signal.SIGKILL), "None"]
+
+
+# A stand-in raylet that starts a worker the way Ray's does (RAY_RAYLET_PID names it) after the
+# watch's look, and a process that names another raylet; the stand-in is then killed.
+_WORKER_AFTER_THE_LOOK = """
+import os, subprocess, sys, psutil
+from jobs import runtime
+wait = [sys.executable, "-c", "import time; time.sleep(60)"]
+raylet = subprocess.Popen([sys.executable, "-c", f'''
+import os, subprocess, sys
+subprocess.Popen({wait!r}, env={{**os.environ, "RAY_RAYLET_PID": str(os.getpid())}})
+print(flush=True)
+sys.stdin.read()
+'''], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+runtime._note_ray_processes(psutil.Process(raylet.pid))
+raylet.stdout.readline()   # the worker now runs, unseen by the look
+other = subprocess.Popen(wait, env={**os.environ, "RAY_RAYLET_PID": "1"})
+worker, = psutil.Process(raylet.pid).children()
+raylet.kill()
+raylet.wait()
+seen = runtime.ray_processes_seen()
+print(worker.pid in [p.pid for p in seen], other.pid in [p.pid for p in seen])
+worker.kill()
+other.kill()
+"""
+
+
+def test_the_stop_finds_the_workers_a_killed_raylet_started_after_the_watch_looked():
+    # Ray's workers still connecting to a raylet that is killed live on for seconds after it,
+    # out of this process's tree, and the watch's last list predates them.
+    done = subprocess.run([sys.executable, "-c", _WORKER_AFTER_THE_LOOK], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "False"]
