@@ -120,11 +120,16 @@ def generate_timelines(count: int, seed: int = 5, start: date = date(2024, 3, 1)
     rng = random.Random(seed)
     people = [f"{first} {last}" for first, last in zip(rng.sample(PEOPLE, 8), rng.sample(_SURNAMES, 8))]
     teams = rng.sample(PROJECTS, 5)
+    # A person's team carries from note to note, so that one note's "has been on the billing
+    # migration since yesterday" and a later note's "moved from the billing migration to the search
+    # team" are about the same person and team, as notes written over weeks are.
+    team_of: dict[str, str] = {}
     day = start
     for i in range(count):
         day += timedelta(days=rng.randint(1, 12))
         p, q = rng.sample(people, 2)
-        j, k = rng.sample(teams, 2)
+        j = team_of.get(p) or rng.choice(teams)
+        k = rng.choice([t for t in teams if t != j])
         c = rng.choice(_CODE_NAMES[:3])
         later = day + timedelta(days=rng.randint(3, 60))
         other = later + timedelta(days=rng.choice((-7, 7, 14)))
@@ -133,6 +138,8 @@ def generate_timelines(count: int, seed: int = 5, start: date = date(2024, 3, 1)
             lines += [template.format(p=p, q=q, j=j, k=k, c=c, d=f"{later.day} {later:%B}",
                                       d_full=f"{later:%B} {later.day}, {later.year}",
                                       d_iso=f"{later:%Y-%m-%d}", d_other=f"{other:%Y-%m-%d}"), ""]
+            if template.startswith("{p}"):
+                team_of[p] = k if "{k}" in template else j
         yield GeneratedDoc(path=f"{day:%Y/%m}/{day:%Y-%m-%d}-timeline-{i:04d}.md", text="\n".join(lines))
 
 
