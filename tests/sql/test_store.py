@@ -102,3 +102,16 @@ def test_a_step_that_changed_enough_of_a_table_has_it_analysed_and_a_small_one_d
             assert store.refresh_statistics(conn, "scratch_step", changed=1100) == []
         finally:
             conn.execute("DROP TABLE scratch_stats")
+
+
+def test_a_row_keeps_its_vector_in_the_row(example_memory):
+    """A chunk, its text, tsvector and 1.5 KB vector, is a row over PostgreSQL's 2 KB toast target:
+    its vector went to the TOAST relation, and each read of it (every candidate's score, every row
+    of a sequential scan) was a lookup there (0023). Rows that fit a page now stay whole."""
+    with psycopg.connect(example_memory.dsn) as conn:
+        widest = conn.execute("SELECT max(pg_column_size(c.*)) FROM chunks c").fetchone()[0]
+        assert widest > 2032   # the corpus holds rows the default target would have cut
+        toasted = conn.execute(
+            "SELECT relname, pg_relation_size(reltoastrelid) FROM pg_class"
+            " WHERE relname IN ('claims', 'chunks', 'facts', 'entities') ORDER BY 1").fetchall()
+    assert toasted == [("chunks", 0), ("claims", 0), ("entities", 0), ("facts", 0)]
