@@ -6,7 +6,7 @@
 -- of each candidate an HNSW scan returns, every row of a sequential scan (which the planner prices
 -- without them, and so chooses over the index for a table of a few thousand chunks), and the
 -- tsvector each lexical candidate is scored with. With rows up to the largest that fits a page
--- kept whole, measured in one process over the kept development memories, the same answers, the
+-- kept whole, measured in one process over the kept development memories (recall unchanged), the
 -- PostgreSQL CPU of a claims_and_sources_context: LongMemEval's 129 questions (25,532 claims,
 -- 5,983 chunks) 39.2 → 23.1 ms, its chunks' nomination by meaning 14.2 → 1.8 ms; LoCoMo's 529
 -- 14.7 → 11.2 ms; `bench serve`'s memory (108,367 claims) 14.0–14.2 → 12.4–12.8 ms.
