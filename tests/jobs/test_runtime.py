@@ -163,12 +163,15 @@ from jobs import runtime
 wait = [sys.executable, "-c", "import time; time.sleep(60)"]
 raylet = subprocess.Popen([sys.executable, "-c", f'''
 import os, subprocess, sys
+sys.stdin.readline()
 subprocess.Popen({wait!r}, env={{**os.environ, "RAY_RAYLET_PID": str(os.getpid())}})
 print(flush=True)
 sys.stdin.read()
 '''], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 runtime._note_ray_processes(psutil.Process(raylet.pid))
-raylet.stdout.readline()   # the worker now runs, unseen by the look
+raylet.stdin.write("\\n")
+raylet.stdin.flush()
+raylet.stdout.readline()   # the worker now runs, started after the look
 other = subprocess.Popen(wait, env={**os.environ, "RAY_RAYLET_PID": "1"})
 worker, = psutil.Process(raylet.pid).children()
 raylet.kill()
