@@ -321,7 +321,7 @@ async def _whose_words(conn: Conn, claims: list[dict[str, Any]], chunks: list[di
         chunk_id = str(c["chunk_id"])
         if chunk_id in context:
             speaker, opened = speaker_at(chunk_id, c["char_start"] - context[chunk_id].char_start)
-            chat = segment.participants(context[chunk_id].opening) | {s.lower() for _, s in opened}
+            chat = segment.participants(context[chunk_id].opening) | {s for _, s in opened}
             if speaker and askers.persons_words(speaker, chat):
                 own.add(str(c["claim_id"]))
     return own, assistant_only

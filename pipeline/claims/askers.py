@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from pipeline.claims.segment import speaker_key
+
 # For such a question, what the person said counts three times its fused score, and a chunk in
 # which only an assistant speaks half of its own.
 OWN_WORDS_WEIGHT = 3.0
@@ -35,12 +37,11 @@ def asks_own_words(question: str) -> bool:
 
 def assistant_only(speakers: Iterable[str]) -> bool:
     """Whether everyone speaking in a passage is an assistant (and someone is)."""
-    said = {" ".join(s.lower().split()) for s in speakers}
+    said = {speaker_key(s) for s in speakers}
     return bool(said) and said <= ASSISTANT_ROLES
 
 
 def persons_words(speaker: str, chat: Iterable[str]) -> bool:
     """Whether `speaker`'s words in a chat among `chat` (its participants) are a person's, said to
     an assistant."""
-    lowered = {" ".join(s.lower().split()) for s in chat}
-    return " ".join(speaker.lower().split()) not in ASSISTANT_ROLES and bool(lowered & ASSISTANT_ROLES)
+    return speaker_key(speaker) not in ASSISTANT_ROLES and bool({speaker_key(s) for s in chat} & ASSISTANT_ROLES)

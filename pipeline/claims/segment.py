@@ -202,6 +202,11 @@ def turn_openings(text: str, opening: str = "") -> list[tuple[int, str]]:
     return found
 
 
+def speaker_key(name: str) -> str:
+    """How speakers' names compare: lower-cased, spaces collapsed ("Dana  Kim" is "dana kim")."""
+    return " ".join(name.lower().split())
+
+
 def participants(opening: str) -> frozenset[str]:
     """Who a document whose first chunk is `opening` declares takes part, lower-cased (empty
     where its header declares no one)."""
@@ -351,7 +356,7 @@ def _takes_turns(markdown: str, speaker: str, *, marked: bool, role: bool,
     if declared is True:   # not given: the speakers `markdown` itself declares
         declared = _declared_speakers(markdown)
     if declared is not None:
-        return " ".join(speaker.lower().split()) in declared or speaker.split()[0].lower() in declared
+        return speaker_key(speaker) in declared or speaker.split()[0].lower() in declared
     return not role and not _common_word(markdown, speaker)
 
 
@@ -362,7 +367,7 @@ def _declared_speakers(markdown: str) -> frozenset[str] | None:
     from pipeline.claims.selection_turns import participants_of
 
     names = participants_of(document_header(markdown, ""))
-    return frozenset(n for name in names for n in (" ".join(name.lower().split()), name.split()[0].lower())) or None
+    return frozenset(n for name in names for n in (speaker_key(name), name.split()[0].lower())) or None
 
 
 @lru_cache(maxsize=8)
