@@ -51,10 +51,13 @@ stood understood held fell drew drove ate grew threw flew wore chose forgot put 
 became became began sang swam rode shook woke broke spoke stole froze gotten done been seen fed led paid
 laid lent meant sat shot shut split spread struck swore tore upset wound dug fought fled hung lit slid
 spun stuck stung swung""".split())
+# Present forms that end as a past does ("I need" is not "I needed").
+_PRESENT_IN_ED = frozenset("need feed bleed breed speed exceed proceed succeed heed seed weed embed".split())
 # An opening that points back at something said before: the rules cannot say what it is.
 _POINTING = re.compile(r"^(It|It['’]s|This|That|That['’]s|They|They['’]re|These|Those|He|He['’]s|She|She['’]s)\b"
                        r"(?!\s+(?:is|are)\s+\d)")
 _I_FORMS = re.compile(r"\b(I)(['’](?:m|ve|ll|d))?(?![\w'’])")
+_AFTER_I = re.compile(r"((?:\s+(?!I(?:['’](?:m|ve|ll|d))?(?![\w'’]))[A-Za-z'’]+){1,4})")
 _SPEAKER_WORDS = re.compile(r"\b(?:I|I['’](?:m|ve|ll|d)|me|my|mine|myself)\b", re.IGNORECASE)
 _PHOTO = re.compile(r"\s*\[shares? a photo:\s*(?P<caption>[^\]]*)\]\s*$", re.IGNORECASE)
 # Openings that place the sentence in the conversation, not in the world: left out of the claim.
@@ -105,7 +108,8 @@ def _agrees(words: list[str]) -> list[str]:
         lowered = word.lower()
         if lowered in _ADVERBS:
             continue
-        if lowered in _MODALS or lowered in _PAST or lowered.endswith(("ed", "n't")) and lowered not in _AGREEMENT:
+        past = lowered.endswith(("ed", "n't")) and lowered not in _AGREEMENT and lowered not in _PRESENT_IN_ED
+        if lowered in _MODALS or lowered in _PAST or past:
             return out
         if not word.isalpha() and lowered not in _AGREEMENT:
             return out
@@ -129,8 +133,10 @@ def _replace_first_person(text: str, speaker: str, others: str) -> str:
             pieces.append(f"{speaker} {_AGREEMENT[contraction]}")
             cursor = found.end()
             continue
+        # the verb is looked for in the next few words, but never past another "I": "I think I'll
+        # try" has two subjects, each replaced where it stands
         rest = text[found.end():]
-        words = re.match(r"((?:\s+[A-Za-z'’]+){1,4})", rest)
+        words = _AFTER_I.match(rest)
         if words:
             tokens = words.group(1).split()
             if len(tokens) >= 2 and tokens[0].lower() == "am" and tokens[1].lower() == "not":

@@ -145,10 +145,10 @@ CONCLUSION_CUES = _cues(
     r"^overall,",
     r"^(?:thanks|thank you|cheers)(?:,?\s+(?:everyone|all|both|team|folks|so much))?[.!]*$",
 )
-# Statements whose content is that nothing is known.
+# Statements whose content is that nothing is known. Not knowing is in the present: "since I
+# didn't know I had it" tells of the past and says what happened.
 NO_INFO_CUES = _cues(
-    r"\b(?:we|i|they|nobody|no one|you)\s+(?:still\s+)?(?:don't|do not|didn't|did not|can't|"
-    r"cannot)\s+(?:yet\s+)?know\b",
+    r"\b(?:we|i|they|nobody|no one|you)\s+(?:still\s+)?(?:don't|do not|can't|cannot)\s+(?:yet\s+)?know\b",
     r"\bnot (?:yet |currently )?known\b",
     r"\b(?:is|are|was|were|remains?|still)\s+(?:still\s+)?(?:unknown|unclear)\b",
     r"^(?:it'?s|it is)\s+(?:still\s+)?(?:unknown|unclear)\b",

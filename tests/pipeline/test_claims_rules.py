@@ -291,6 +291,21 @@ def test_a_speakers_own_clause_after_a_pointing_opening_stands_alone():
     assert texts(row) == ["John is proud of what John achieved."]
 
 
+@pytest.mark.parametrize(("said", "claim"), [
+    ("I think I'll try out the Korg B1 first.", "Nate thinks Nate will try out the Korg B1 first."),
+    ("I just checked and I'm now at 600 followers.", "Nate just checked and Nate is now at 600 followers."),
+    ("If I find a design I like, I'll save it.", "If Nate finds a design Nate likes, Nate will save it."),
+    ("I think I need a new yoga mat.", "Nate thinks Nate needs a new yoga mat."),
+])
+def test_every_i_of_a_sentence_is_the_speaker_where_it_stands(said: str, claim: str):
+    # the verb after one "I" was looked for across the next "I", whose words were then written
+    # twice ("Nate thinks I'll try outNate will try out ..."), and grounding rejected the claim
+    markdown = f"# Chat\n\nParticipants: Nate, Joanna\n\n[D1:1 | 2022-01-23T14:01:00Z] Nate: {said}\n"
+    row = extract(markdown, asserted_at=datetime(2022, 1, 23, tzinfo=UTC))
+    assert texts(row) == [claim]
+    assert not [e for e in row["ledger"] if e["decision"] == "grounding_rejected"]
+
+
 def test_a_shared_photo_joins_the_claim_of_its_sentence_or_stands_alone():
     markdown = ("# Chat\n\nParticipants: Nate, Joanna\n\n"
                 "[D1:1 | 2022-01-23T14:01:00Z] Nate: I adopted a puppy last week. "

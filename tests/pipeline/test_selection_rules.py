@@ -296,3 +296,15 @@ def test_segmented_turns_keep_their_speaker_as_holder() -> None:
     ctx = ChunkContext("v1", 0, "Stand-up", "Stand-up", None, "body", tuple(passages))
     assert [(s.outcome, s.reason) for s in select_rules(ctx).statements] == [("keep", None)]
     assert select_rules(ctx).introduced == (("Dana", "P1"),)
+
+
+@pytest.mark.parametrize("said", [
+    "I actually redeemed a $5 coupon on coffee creamer last Sunday, which was a nice surprise since I "
+    "didn't know I had it in my email inbox.",
+    "I've used Ibotta before and liked it, but I didn't know much about Fetch Rewards.",
+])
+def test_what_a_speaker_did_not_know_then_is_told_not_unknown(said: str) -> None:
+    # not knowing, in the past, is part of what happened; "we don't know yet" is what says nothing
+    markdown = f"[t1 | 2023-05-27T07:11:00Z] Dana: {said}\n"
+    ctx = ChunkContext("v1", 0, "Chat", "Chat", None, "body", tuple(split_passages(markdown, 0, len(markdown))))
+    assert [s.outcome for s in select_rules(ctx).statements] == ["keep"]
