@@ -27,7 +27,7 @@ import re
 from collections.abc import Collection
 from typing import NamedTuple
 
-from pipeline.claims.selection_turns import ELIDED_SUBJECT_OPENERS, strip_discourse
+from pipeline.claims.selection_turns import ELIDED_SUBJECT_OPENERS, strip_discourse, told_before_request
 
 # Verbs that take a stance: the statement is about the holder's view, so it stays attributed.
 STANCE_VERBS = frozenset("""think believe feel guess suppose reckon agree disagree doubt expect bet hope
@@ -222,7 +222,7 @@ def rewrite(text: str, speaker: str, participants: Collection[str], names: Colle
     uses as names: a reported sentence's first word keeps its capital only when it is one."""
     others = [p for p in participants if p != speaker]
     listener = others[0] if len(others) == 1 else None
-    core = strip_discourse(_FILLER_PHRASES.sub("", text), [*others, speaker])
+    core = strip_discourse(told_before_request(_FILLER_PHRASES.sub("", text)), [*others, speaker])
     if not core:
         return None
     core = re.sub(r"^(?:but|and|so|or|plus|also)\b[,\s]*", "", core, flags=re.IGNORECASE) or core

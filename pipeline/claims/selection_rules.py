@@ -45,7 +45,7 @@ from pipeline.claims.extraction import (
     SelectionResult,
 )
 from pipeline.claims.segment import CALENDAR_WORDS
-from pipeline.claims.selection_turns import judge_turn, participants_of
+from pipeline.claims.selection_turns import judge_turn, participants_of, told_before_request
 
 RULE_ORDER = ("references_boilerplate", "question", "intro", "conclusion", "no_info",
               "attributed", "advice", "hypothetical", "opinion", "generic", "ambiguous",
@@ -343,6 +343,8 @@ def judge(passage: Passage, earlier: Sequence[Passage], section_role: str,
     """(outcome, reason) for one passage, given the passages before it in the context; the
     first rule of `RULE_ORDER` that fires decides."""
     text = plain(passage.text)
+    if passage.speaker:
+        text = told_before_request(text)
     row = passage.text.lstrip().startswith("|")
     previous = earlier[-1] if earlier else None
     if section_role in DROP_SECTION_ROLES or _any(DROP_CUES["references_boilerplate"], text) \

@@ -198,6 +198,24 @@ def strip_discourse(text: str, addressed: Collection[str]) -> str:
     return text.strip(_PUNCTUATION)
 
 
+# A request after what the speaker tells of themselves ("I'm training for a 5K and I was wondering
+# if you could give me some tips"): "wondering if" asks, as "wondering whether" would; it is no
+# condition on the clause before it, which tells.
+_REQUEST_TAIL = re.compile(
+    r"(?:\s*,)?\s+(?:(?:and|so|but)\s+)?(?:I(?=['’])|I\s+)?(?:(?:was|am|['’]m)\s+(?:also\s+|just\s+)?wondering|"
+    r"(?:want|wanted|would like|['’]d like)\s+to\s+(?:know|ask))\s+(?:if|whether)\b.*$", re.IGNORECASE | re.DOTALL)
+
+
+def told_before_request(text: str) -> str:
+    """A turn's sentence without the request that follows what it tells ("I'm getting ready for a
+    tennis tournament, and I was wondering if you could ..." → "I'm getting ready for a tennis
+    tournament."); as written where no statement of three words or more comes before one."""
+    found = _REQUEST_TAIL.search(text)
+    if found is None or len(_WORD.findall(text[:found.start()])) < 3:
+        return text
+    return text[:found.start()].rstrip(_PUNCTUATION) + "."
+
+
 def _any(patterns: tuple[re.Pattern[str], ...], text: str) -> bool:
     return any(p.search(text) for p in patterns)
 

@@ -306,6 +306,25 @@ def test_every_i_of_a_sentence_is_the_speaker_where_it_stands(said: str, claim: 
     assert not [e for e in row["ledger"] if e["decision"] == "grounding_rejected"]
 
 
+@pytest.mark.parametrize(("said", "claim"), [
+    ("I'm getting ready for a charity 5K run and I was wondering if you could give me some tips.",
+     "Nate is getting ready for a charity 5K run."),
+    ("I completed 10 laps at the track today, and I'm wondering if you have any advice on suspension upgrades?",
+     "Nate completed 10 laps at the track on 2022-01-23."),
+    ("I was thinking of making BBQ beef, but I want to know if you have any recommendations for sides.",
+     "Nate was thinking of making BBQ beef."),
+    ("I was wondering if you could recommend some online resources.", None),
+])
+def test_what_a_speaker_tells_before_a_request_is_kept(said: str, claim: str | None):
+    # "wondering if you could ..." asks; it is neither a condition on the clause before it nor a
+    # question that clause asks
+    markdown = f"# Chat\n\nParticipants: Nate, Joanna\n\n[D1:1 | 2022-01-23T14:01:00Z] Nate: {said}\n"
+    row = extract(markdown, asserted_at=datetime(2022, 1, 23, tzinfo=UTC))
+    assert texts(row) == ([claim] if claim else [])
+    if claim:
+        assert row["claims"][0]["source_span"] == said
+
+
 def test_a_shared_photo_joins_the_claim_of_its_sentence_or_stands_alone():
     markdown = ("# Chat\n\nParticipants: Nate, Joanna\n\n"
                 "[D1:1 | 2022-01-23T14:01:00Z] Nate: I adopted a puppy last week. "
