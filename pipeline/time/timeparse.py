@@ -24,7 +24,9 @@ Rules (the ones the spec leaves open are marked *decided*):
   They are not rewritten in the text: the spec's claim keeps "to June 8" as written.
 - Weekdays (*decided*): "last Friday" is the most recent Friday strictly before the anchor's day;
   "next Monday" / "coming Monday" the soonest Monday strictly after it; "Friday", "on Friday",
-  "this Friday" the Friday of the anchor's ISO week (Monday .. Sunday), past or future.
+  "this Friday" the Friday of the anchor's ISO week (Monday .. Sunday), past or future. A bare
+  weekday that recurs or modifies ("every Saturday", "my Saturday morning group", "a busy Monday")
+  or opens a name ("Friday Harbor") is no date and is left as written.
   "last/this/next weekend": Saturday .. Sunday of the previous/current/next ISO week.
   "last March" is the most recent March strictly before the anchor's month, "next March" the
   soonest after it, "this March" the March of the anchor's year.
@@ -464,7 +466,32 @@ def _day_word(m: re.Match, text: str) -> _Expr:
     return _relative(m, lambda a: _day(a + timedelta(days=offset)))
 
 
-def _weekday(m: re.Match, text: str) -> _Expr:
+# Before a bare weekday, words that make it no date: a recurrence ("every Saturday morning"), or
+# a determiner or possessive whose noun it modifies or is ("my Saturday morning cycling group", "a
+# busy Monday ahead", "the Sunday Riley serum").
+_WEEKDAY_NOT_A_DATE_AFTER = frozenset("""every each a an the my your our their his her its entire whole busy
+typical usual normal regular long lazy any other some one""".split())
+
+
+def _names_a_weekday(m: re.Match, text: str) -> bool:
+    """A bare weekday that is part of a name, recurs, or modifies a noun after a determiner:
+    "Friday Harbor", "the Sunday Riley serum", "every Wednesday evening", "your Saturday morning
+    group". A series' name ("Tune-Up Saturday") is not told from a day ("see Maria Friday"), and is
+    read as a day."""
+    if m.group(1):
+        return False  # "last Friday", "this coming Monday": a day, whatever stands around it
+    before = text[:m.start()]
+    previous = re.search(r"([\w'’-]+)\W*$", before)
+    if previous and previous.group(1).lower() in _WEEKDAY_NOT_A_DATE_AFTER:
+        return True
+    # a capitalised word after it, where no preposition makes it a time: a name ("left Friday
+    # Harbor"); "on Friday Maria called" is a day
+    return re.match(r" [A-Z][a-z]", text[m.end():]) is not None and not _after_preposition(text, m.start())
+
+
+def _weekday(m: re.Match, text: str) -> _Expr | None:
+    if _names_a_weekday(m, text):
+        return None
     which = (m.group(1) or "").lower().split()
     which_word = which[-1] if which else ""
     target = _WEEKDAYS.index(m.group(2).lower())
@@ -689,7 +716,9 @@ def _replacement(text: str, expr: _Expr) -> Replacement:
         resolved = p.label
     else:
         resolved = ("on " if p.shape in ("day", "part", "weekend") else "in ") + p.label
-    if expr.text[:1].isupper() and resolved[:1].islower():
+    # a capital stays a capital where it opens the sentence, never for "on" before a weekday's date
+    # mid-sentence ("we met Friday" → "we met on 2026-03-06")
+    if expr.text[:1].isupper() and resolved[:1].islower() and _SENTENCE_START_RE.search(text[:expr.start]):
         resolved = resolved[0].upper() + resolved[1:]
     return Replacement(expr.start, expr.end, expr.text, resolved, p.iso_dates)
 

@@ -468,3 +468,27 @@ def test_a_bare_month_abbreviation_after_in_is_a_month():
     ("What did John paint?", False), ("Who leads the billing migration?", False)])
 def test_a_question_that_asks_when(question: str, when: bool) -> None:
     assert asks_when(question) is when
+
+
+@pytest.mark.parametrize("text", [
+    "I just started sculpting classes, every Saturday morning from 10 am to 1 pm.",
+    "I'm looking for a new route for my Saturday morning cycling group.",
+    "I have a busy Monday ahead.",
+    "Apply a few drops of the Sunday Riley serum.",
+    "Dana left Friday Harbor.",
+])
+def test_a_weekday_that_recurs_modifies_or_names_is_no_date(text: str):
+    # these were written "every On 2026-03-07 morning", "my On 2026-03-07 morning cycling group"
+    r = read_time(text, WED)
+    assert r.replacements == () and r.valid_from is None
+
+
+@pytest.mark.parametrize(("text", "written"), [
+    ("We shipped it Friday.", "We shipped it on 2026-03-06."),
+    ("I'll see Maria Friday.", "I'll see Maria on 2026-03-06."),
+    ("On Friday Maria called.", "On 2026-03-06 Maria called."),
+    ("Friday was busy.", "2026-03-06 was busy."),
+])
+def test_a_weekday_that_is_a_day_is_written_as_its_date_with_a_capital_only_at_the_start(text: str, written: str):
+    r = read_time(text, WED)
+    assert apply_replacements(text, r.replacements) == written
