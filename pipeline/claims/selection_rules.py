@@ -190,6 +190,11 @@ ADVICE_CUES = _cues(
     r"\bit(?:'s| is) (?:best|wise|advisable|a good idea|better) to\b",
     r"^(?:always|never|consider|avoid|be sure|try to|please)\b",
 )
+# In a turn, "make sure" that the speaker governs is their own plan, not advice to anyone: "I'll
+# make sure to book the rooms early", "I want to make sure I'm prepared", "I should probably make
+# sure to invite David, they just had a baby boy".
+_OWN_CARE = re.compile(r"\bI(?:['’](?:ll|m|d)|\s+(?:will|want|wanted|need|needed|should|have|had|am|was|just))\b"
+                       r"(?:\s+(?:to|also|really|probably|definitely|just|going))*\s+(?:make sure|remember to|be sure to)\b")
 # Things that did not happen and may not: conditions with a modal, counterfactuals.
 HYPOTHETICAL_CUES = _cues(
     r"\bif\b[^.?!]*\b(?:would|could|might)\b",
@@ -365,7 +370,8 @@ def judge(passage: Passage, earlier: Sequence[Passage], section_role: str,
         return "drop", "no_info"
     if _has_named_holder(text) or (passage.speaker and _any(FIRST_PERSON_STANCE_CUES, text)):
         return "keep", None
-    if _any(ADVICE_CUES, text):
+    if _any(ADVICE_CUES, text) and not (passage.speaker and _OWN_CARE.search(text) and not any(
+            p.search(text) for p in ADVICE_CUES if "make sure" not in p.pattern)):
         return "drop", "advice"
     if _any(HYPOTHETICAL_CUES, text):
         return "drop", "hypothetical"

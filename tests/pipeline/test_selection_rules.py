@@ -308,3 +308,17 @@ def test_what_a_speaker_did_not_know_then_is_told_not_unknown(said: str) -> None
     markdown = f"[t1 | 2023-05-27T07:11:00Z] Dana: {said}\n"
     ctx = ChunkContext("v1", 0, "Chat", "Chat", None, "body", tuple(split_passages(markdown, 0, len(markdown))))
     assert [s.outcome for s in select_rules(ctx).statements] == ["keep"]
+
+
+@pytest.mark.parametrize(("said", "outcome"), [
+    ("I should probably make sure to invite David and his wife, they just had a baby boy named Jasper.", "keep"),
+    ("I'm planning a trip to Europe and I want to make sure I'm prepared.", "keep"),
+    ("I'll make sure to book the rooms with bike storage in advance.", "keep"),
+    ("Make sure to back up the database first.", "drop"),
+    ("You should make sure to back up the database first.", "drop"),
+    ("I'd recommend you make sure to back up the database first.", "drop"),
+])
+def test_what_a_speaker_makes_sure_of_is_their_plan_not_advice(said: str, outcome: str) -> None:
+    markdown = f"[t1 | 2023-05-27T07:11:00Z] Dana: {said}\n"
+    ctx = ChunkContext("v1", 0, "Chat", "Chat", None, "body", tuple(split_passages(markdown, 0, len(markdown))))
+    assert [s.outcome.split("_")[0] for s in select_rules(ctx).statements] == [outcome]
