@@ -101,8 +101,11 @@ def _sql(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    from jobs import shutdown
     from jobs.bench import imports as bench
 
+    # a benchmark runs imports and servers of its own: a signal stops them with it
+    shutdown.install(interrupt=True)
     return bench.main(args)
 
 

@@ -20,6 +20,7 @@ import atexit
 import logging
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -105,6 +106,27 @@ def request(why: str, code: int) -> None:
         _thread.interrupt_main(signal.SIGTERM)
         return
     _begin(code, f"{why}: stopping", forced=code)
+
+
+def run_command(args: list[str], **popen: object) -> None:
+    """Run a child command to its end, as `subprocess.run(check=True)` would. A stop of this
+    process is passed on at once: the child is sent SIGTERM and stops its own way (its Ray, its
+    hold on the database) while this process waits out what is left of its grace; what the child
+    left then goes with this process's tree. Without this, a signal to this process alone (`kill`,
+    a supervisor) left the child running, with its Ray, after this process had ended."""
+    child = subprocess.Popen(args, **popen)  # type: ignore[call-overload]
+    try:
+        code = child.wait()
+    except BaseException:
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+            try:
+                child.wait(timeout=max(0.5, remaining() - 1.0))
+            except subprocess.TimeoutExpired:
+                pass   # ended with this process's tree
+        raise
+    if code:
+        raise subprocess.CalledProcessError(code, args)
 
 
 def remaining() -> float:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jobs import runtime
+from jobs import runtime, shutdown
 from jobs.bench import cpu_use, synthetic
 
 OPERATIONS = ("facts_context", "claims_and_sources_context", "resolve_entity")
@@ -318,8 +318,8 @@ def memory_env(home: Path, *, ray: bool = True) -> dict[str, str]:
 
 def import_into(home: Path, corpus: Path, *, dated_by: str) -> None:
     """`python -m jobs.import_corpus` of `corpus` into the memory under `home`, its report on stderr."""
-    subprocess.run([sys.executable, "-m", "jobs.import_corpus", str(corpus), "--modified-at-from", dated_by],
-                   env=memory_env(home), cwd=runtime.PROJECT_ROOT, check=True, stdout=sys.stderr)
+    shutdown.run_command([sys.executable, "-m", "jobs.import_corpus", str(corpus), "--modified-at-from", dated_by],
+                         env=memory_env(home), cwd=runtime.PROJECT_ROOT, stdout=sys.stderr)
 
 
 def start_server(home: Path, log: Path, timeout: float = 600) -> tuple[subprocess.Popen, str]:
