@@ -34,8 +34,6 @@ from pipeline.claims.selection_turns import participants_of
 from pipeline.facts import names
 from pipeline.time import timeparse
 
-# What a resolved relative date writes: a day, a month or a year ("2026-03-03", "2026-03", "2025").
-_RESOLVED_PERIOD = re.compile(r"\b\d{4}(?:-\d{2}(?:-\d{2})?)?\b")
 _FIRST_PERSON = re.compile(r"\b(I|me|myself)\b")
 _FIRST_PERSON_POSSESSIVE = re.compile(r"\b(my|My)\b")
 _OPENING_PRONOUN = re.compile(r"^(He|She)\b")
@@ -187,7 +185,7 @@ def _dated(ctx: ChunkContext, passage: Passage, text: str, added: list[AddedCont
         claim_text=claim_text[0].upper() + claim_text[1:], cited=(passage.label,),
         is_attributed=attributed, valid_from=reading.valid_from, valid_until=reading.valid_until,
         precision=reading.precision, kind=reading.kind,
-        resolved_dates=tuple(d for r in reading.replacements for d in _RESOLVED_PERIOD.findall(r.resolved)),
+        resolved_dates=timeparse.written_periods(reading),
         added_context=tuple(context))
 
 

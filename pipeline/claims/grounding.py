@@ -5,8 +5,10 @@ Checks, in order (the first that fails is recorded as the reason):
 2. `origin_outside_target`: the first cited passage (the origin) lies in the target chunk.
 3. `origin_not_kept`: Selection kept the origin (`keep` or `keep_flagged`).
 4. `unsupported_number`: every number in the claim occurs in the permitted context, except an
-   ISO date (a day, a month or a year) the claim resolved itself and also recorded in its time
-   fields.
+   ISO date (a day, a month or a year) the claim resolved itself and either recorded in its time
+   fields or read from its cited passages as the rules read them (`timeparse.read_time` against the
+   turn's or the document's date): "sluggish today … to bed at 2 AM last Wednesday" writes both
+   days, and its window holds the first.
 5. `unsupported_word`: every other word occurs in the permitted context (the document header,
    the target chunk, the permitted neighbours, names introduced earlier) or is one of the few
    connective words a rewrite needs (`_REWRITE_WORDS`).
@@ -19,7 +21,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from pipeline.claims.extraction import ChunkContext, DraftClaim, SelectionResult
+from pipeline.claims.extraction import ChunkContext, DraftClaim, Passage, SelectionResult
+from pipeline.time import timeparse
 
 # Words a decontextualising rewrite may add without a source: attribution ("Ravi said that"),
 # articles, prepositions and auxiliaries. Anything with content must come from the document.
@@ -70,6 +73,12 @@ def _dates_in_window(draft: DraftClaim) -> set[str]:
             for form in (d.date().isoformat(), f"{d:%Y-%m}", f"{d:%Y}")}
 
 
+def _dates_stated(ctx: ChunkContext, passages: list[Passage]) -> set[str]:
+    """The days, months and years the passages' own relative time expressions resolve to."""
+    return {period for p in passages
+            for period in timeparse.written_periods(timeparse.read_time(p.text, p.turn_time or ctx.asserted_at))}
+
+
 def check(ctx: ChunkContext, selection: SelectionResult, draft: DraftClaim,
           words: frozenset[str] | None = None) -> GateResult:
     """`words`: `vocabulary(ctx)`, where the caller has it."""
@@ -85,7 +94,10 @@ def check(ctx: ChunkContext, selection: SelectionResult, draft: DraftClaim,
         return GateResult(False, "origin_not_kept", f"Selection did not keep {origin.label}")
 
     allowed = vocabulary(ctx) if words is None else words
-    resolved = set(draft.resolved_dates) & _dates_in_window(draft)
+    claimed = set(draft.resolved_dates)
+    resolved = claimed & _dates_in_window(draft)
+    if claimed - resolved:   # read again only where the window does not hold them all
+        resolved |= claimed & _dates_stated(ctx, [p for p in passages if p is not None])
     # a resolved month or year is tokenised into its numbers ("2026-03" → "2026", "03")
     resolved_numbers = {n for period in resolved if not _ISO_DATE.match(period) for n in period.split("-")}
     for token in _tokens(draft.claim_text):

@@ -780,6 +780,15 @@ def read_time(text: str, anchor: datetime | None) -> TimeReading:
     return TimeReading(valid_from, valid_until, precision, kind, replacements, unresolved)
 
 
+# What a resolved relative date writes: a day, a month or a year ("2026-03-03", "2026-03", "2025").
+_WRITTEN_PERIOD = re.compile(r"\b\d{4}(?:-\d{2}(?:-\d{2})?)?\b")
+
+
+def written_periods(reading: TimeReading) -> tuple[str, ...]:
+    """The days, months and years a reading's replacements write, in text order."""
+    return tuple(d for r in reading.replacements for d in _WRITTEN_PERIOD.findall(r.resolved))
+
+
 def apply_replacements(text: str, replacements: Sequence[Replacement]) -> str:
     """`text` with each replacement's span rewritten; spans must match and must not overlap."""
     out: list[str] = []

@@ -147,15 +147,27 @@ def test_the_gate_rejects_words_and_numbers_that_are_not_in_the_source(claim_tex
     assert (verdict.passed, verdict.check) == (False, check)
 
 
-def test_the_gate_accepts_an_iso_date_only_when_the_time_fields_hold_it():
+def test_the_gate_accepts_an_iso_date_only_where_the_time_fields_or_the_source_hold_it():
     ctx = _context("Ravi merged the schema change yesterday.")
     text = "Ravi merged the schema change on 2026-03-03."
     day = datetime(2026, 3, 3, tzinfo=UTC)
     ok = DraftClaim(text, ("P1",), valid_from=day, valid_until=day, precision="day", kind="event_time",
                     resolved_dates=("2026-03-03",))
     assert grounding.check(ctx, KEPT, ok).passed
-    unrecorded = DraftClaim(text, ("P1",), resolved_dates=("2026-03-03",))
-    assert grounding.check(ctx, KEPT, unrecorded).check == "unsupported_number"
+    # "yesterday", read against the document's date, is that day: stated, though not recorded
+    assert grounding.check(ctx, KEPT, DraftClaim(text, ("P1",), resolved_dates=("2026-03-03",))).passed
+    invented = DraftClaim("Ravi merged the schema change on 2026-03-02.", ("P1",), resolved_dates=("2026-03-02",))
+    assert grounding.check(ctx, KEPT, invented).check == "unsupported_number"
+
+
+def test_a_sentence_of_two_relative_days_keeps_both_in_its_claim():
+    # the window holds the first day; the second, as the sentence's own words resolve it, is
+    # grounded too (it was rejected as an unsupported number)
+    markdown = ("# Chat\n\nParticipants: user, assistant\n\n[q1s1:1 | 2023-05-25T13:47:00Z] user: I'm sluggish today "
+                "because I didn't get to bed until 2 AM last Wednesday.\n")
+    row = extract(markdown, asserted_at=datetime(2023, 5, 25, tzinfo=UTC))
+    assert texts(row) == ["User is sluggish on 2023-05-25 because user didn't get to bed until 2 AM on 2023-05-24."]
+    assert row["claims"][0]["valid_from"] == datetime(2023, 5, 25, tzinfo=UTC)
 
 
 def test_the_gate_checks_the_cited_passages():
