@@ -222,7 +222,7 @@ def rewrite(text: str, speaker: str, participants: Collection[str], names: Colle
     uses as names: a reported sentence's first word keeps its capital only when it is one."""
     others = [p for p in participants if p != speaker]
     listener = others[0] if len(others) == 1 else None
-    core = strip_discourse(told_before_request(_FILLER_PHRASES.sub("", text)), [*others, speaker])
+    core = strip_discourse(_FILLER_PHRASES.sub("", told_before_request(text)), [*others, speaker])
     if not core:
         return None
     core = re.sub(r"^(?:but|and|so|or|plus|also)\b[,\s]*", "", core, flags=re.IGNORECASE) or core

@@ -203,15 +203,28 @@ def strip_discourse(text: str, addressed: Collection[str]) -> str:
 # condition on the clause before it, which tells.
 _REQUEST_TAIL = re.compile(
     r"(?:\s*,)?\s+(?:(?:and|so|but)\s+)?(?:I(?=['’])|I\s+)?(?:(?:was|am|['’]m)\s+(?:also\s+|just\s+)?wondering|"
-    r"(?:want|wanted|would like|['’]d like)\s+to\s+(?:know|ask))\s+(?:if|whether)\b.*$", re.IGNORECASE | re.DOTALL)
+    r"(?:want|wanted|would like|['’]d like)\s+to\s+(?:know|ask))\s+(?:if|whether)\b.*$"
+    # "I'm planning to visit the Gold Museum, can you tell me about it?": a question put to the
+    # listener after a comma, a dash or a conjunction
+    r"|(?:\s*,|\s+[-–—])\s*(?:(?:and|so|but)\s+)?(?:(?:speaking of which|by the way|also)\s*,?\s*)?"
+    r"(?:can|could|would|will|do|did)\s+you\b[^.!]*\?\s*$", re.IGNORECASE | re.DOTALL)
+
+
+# Words that open a question.
+_ASKS = frozenset("""who what when where why how which whose can could would will is are am do does did should
+shall has have had was were""".split())
 
 
 def told_before_request(text: str) -> str:
     """A turn's sentence without the request that follows what it tells ("I'm getting ready for a
-    tennis tournament, and I was wondering if you could ..." → "I'm getting ready for a tennis
-    tournament."); as written where no statement of three words or more comes before one."""
+    tennis tournament, and I was wondering if you could ..." or "..., can you give me some tips?"
+    → "I'm getting ready for a tennis tournament."); as written where no statement of four words
+    or more, no question itself, comes before one."""
     found = _REQUEST_TAIL.search(text)
-    if found is None or len(_WORD.findall(text[:found.start()])) < 3:
+    if found is None:
+        return text
+    told = _WORD.findall(text[:found.start()])
+    if len(told) < 4 or told[0].lower() in _ASKS:   # "What do you think, can you help?" tells nothing
         return text
     return text[:found.start()].rstrip(_PUNCTUATION) + "."
 

@@ -326,6 +326,10 @@ def test_every_i_of_a_sentence_is_the_speaker_where_it_stands(said: str, claim: 
     ("I was thinking of making BBQ beef, but I want to know if you have any recommendations for sides.",
      "Nate was thinking of making BBQ beef."),
     ("I was wondering if you could recommend some online resources.", None),
+    ("I'm thinking of getting my cat microchipped, do you know anything about the process?",
+     "Nate is thinking of getting their cat microchipped."),
+    ("What do you think, can you help?", None),
+    ("I'm not sure, can you help?", None),
 ])
 def test_what_a_speaker_tells_before_a_request_is_kept(said: str, claim: str | None):
     # "wondering if you could ..." asks; it is neither a condition on the clause before it nor a
