@@ -26,7 +26,8 @@ Rules (the ones the spec leaves open are marked *decided*):
   "next Monday" / "coming Monday" the soonest Monday strictly after it; "Friday", "on Friday",
   "this Friday" the Friday of the anchor's ISO week (Monday .. Sunday), past or future. A bare
   weekday that recurs or modifies ("every Saturday", "my Saturday morning group", "a busy Monday")
-  or opens a name ("Friday Harbor") is no date and is left as written.
+  or opens a name ("Friday Harbor") is no date and is left as written; nor is one set before the
+  date it falls on ("Wednesday, March 4, 2026"): that date is the time stated.
   "last/this/next weekend": Saturday .. Sunday of the previous/current/next ISO week.
   "last March" is the most recent March strictly before the anchor's month, "next March" the
   soonest after it, "this March" the March of the anchor's year.
@@ -473,11 +474,24 @@ _WEEKDAY_NOT_A_DATE_AFTER = frozenset("""every each a an the my your our their h
 typical usual normal regular long lazy any other some one""".split())
 
 
+def _names_its_date(m: re.Match, text: str) -> bool:
+    """A weekday set before the date it falls on ("Wednesday, March 4, 2026", "Friday 2026-01-09",
+    "Tuesday the 3rd of March"): it names that date's day, and the date is the time stated."""
+    after = text[m.end():]
+    gap = re.match(r",?\s+(?:the\s+)?", after)
+    if gap is None:
+        return False
+    rest = after[gap.end():]
+    return any(p.match(rest) for p in (ISO_RE, DMY_RE, MDY_RE))
+
+
 def _names_a_weekday(m: re.Match, text: str) -> bool:
     """A bare weekday that is part of a name, recurs, or modifies a noun after a determiner:
     "Friday Harbor", "the Sunday Riley serum", "every Wednesday evening", "your Saturday morning
     group". A series' name ("Tune-Up Saturday") is not told from a day ("see Maria Friday"), and is
     read as a day."""
+    if _names_its_date(m, text):
+        return True
     if m.group(1):
         return False  # "last Friday", "this coming Monday": a day, whatever stands around it
     before = text[:m.start()]

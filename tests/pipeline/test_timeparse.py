@@ -492,3 +492,17 @@ def test_a_weekday_that_recurs_modifies_or_names_is_no_date(text: str):
 def test_a_weekday_that_is_a_day_is_written_as_its_date_with_a_capital_only_at_the_start(text: str, written: str):
     r = read_time(text, WED)
     assert apply_replacements(text, r.replacements) == written
+
+
+@pytest.mark.parametrize(("text", "on"), [
+    ("The launch is on Wednesday, March 4, 2026.", (2026, 3, 4)),
+    ("The launch is on Wednesday March 4.", (2026, 3, 4)),
+    ("We met on Friday, 2026-01-09.", (2026, 1, 9)),
+    ("We met on Friday, the 9th of January.", (2026, 1, 9)),
+])
+def test_a_weekday_before_the_date_it_falls_on_names_that_date(text: str, on: tuple[int, int, int]):
+    # the weekday was read against the document's week: "on 2026-01-14, March 4, 2026", a window of
+    # January 14
+    r = read_time(text, datetime(2026, 1, 14, tzinfo=UTC))
+    assert (r.valid_from, r.valid_until) == (day(*on), day(*on))
+    assert r.replacements == ()
