@@ -183,13 +183,13 @@ FIRST_PERSON_STANCE_CUES = _cues(
     r"\bin my (?:view|opinion)\b|\bpersonally\b|\bIMO\b|\bIMHO\b",
 )
 # Recommendations and instructions addressed to the reader.
+_CARE_CUES = _cues(r"\b(?:make sure|remember to|don't forget to|do not forget to|be sure to|be careful to)\b")
 ADVICE_CUES = _cues(
     r"\b(?:you|we|everyone|one|teams?)\s+(?:really\s+)?(?:should|ought to|had better)\b",
     r"\b(?:we|i)\s+(?:would\s+|'d\s+)?(?:recommend|suggest|advise)\b",
-    r"\b(?:make sure|remember to|don't forget to|do not forget to|be sure to|be careful to)\b",
     r"\bit(?:'s| is) (?:best|wise|advisable|a good idea|better) to\b",
     r"^(?:always|never|consider|avoid|be sure|try to|please)\b",
-)
+) + _CARE_CUES
 # In a turn, "make sure" that the speaker governs is their own plan, not advice to anyone: "I'll
 # make sure to book the rooms early", "I want to make sure I'm prepared", "I should probably make
 # sure to invite David, they just had a baby boy".
@@ -370,8 +370,7 @@ def judge(passage: Passage, earlier: Sequence[Passage], section_role: str,
         return "drop", "no_info"
     if _has_named_holder(text) or (passage.speaker and _any(FIRST_PERSON_STANCE_CUES, text)):
         return "keep", None
-    if _any(ADVICE_CUES, text) and not (passage.speaker and _OWN_CARE.search(text) and not any(
-            p.search(text) for p in ADVICE_CUES if "make sure" not in p.pattern)):
+    if _is_advice(text, bool(passage.speaker)):
         return "drop", "advice"
     if _any(HYPOTHETICAL_CUES, text):
         return "drop", "hypothetical"
@@ -398,6 +397,13 @@ def judge(passage: Passage, earlier: Sequence[Passage], section_role: str,
     if short and anchored:
         return "keep_flagged", "short"
     return "keep", None
+
+
+def _is_advice(text: str, in_turn: bool) -> bool:
+    fired = [p for p in ADVICE_CUES if p.search(text)]
+    if in_turn and fired and all(p in _CARE_CUES for p in fired) and _OWN_CARE.search(text):
+        return False   # the speaker's own "I'll make sure to ..."
+    return bool(fired)
 
 
 def introduced_names(ctx: ChunkContext, vocabulary: Vocabulary | None = None
