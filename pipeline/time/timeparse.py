@@ -22,7 +22,8 @@ Rules (the ones the spec leaves open are marked *decided*):
 - Absolute dates without a year ("June 8", "in March", "Q3") take the anchor's year
   (*decided*: no past/future guess from tense); without an anchor they are kept in `unresolved`.
   They are not rewritten in the text: the spec's claim keeps "to June 8" as written.
-- Weekdays (*decided*): "last Friday" is the most recent Friday strictly before the anchor's day;
+- Weekdays (*decided*): "last Friday" is the most recent Friday strictly before the anchor's day (and
+  "last Friday night" the night of that day);
   "next Monday" / "coming Monday" the soonest Monday strictly after it; "Friday", "on Friday",
   "this Friday" the Friday of the anchor's ISO week (Monday .. Sunday), past or future. A bare
   weekday that recurs or modifies ("every Saturday", "my Saturday morning group", "a busy Monday")
@@ -167,7 +168,7 @@ DAY_WORD_RE = re.compile(
     r"|this\s+(?P<thispart>morning|afternoon|evening))\b", _F)
 # "last Friday", "next Monday", "this coming Monday", "Friday" (see the weekday rule above).
 WEEKDAY_RE = re.compile(r"\b(?:(last|next|this\s+coming|coming|this|past)\s+)?("
-                        + "|".join(_WEEKDAYS) + r")\b", _F)
+                        + "|".join(_WEEKDAYS) + r")\b(?:\s+(morning|afternoon|evening|night)\b)?", _F)
 # "two days ago", "3 weeks ago", "a month ago", "one year back".
 AGO_RE = re.compile(r"\b(" + _NUM + r")\s+(day|week|month|year)s?\s+(?:ago|back)\b", _F)
 # "three days from now".
@@ -509,15 +510,19 @@ def _weekday(m: re.Match, text: str) -> _Expr | None:
     which = (m.group(1) or "").lower().split()
     which_word = which[-1] if which else ""
     target = _WEEKDAYS.index(m.group(2).lower())
+    part = (m.group(3) or "").lower()   # "Thursday morning" is the morning of that day
+
+    def on(d: date) -> _Period:
+        return _part_of_day(d, part) if part else _day(d)
 
     def resolve(a: date) -> _Period:
         if which_word in ("last", "past"):
             back = (a.weekday() - target) % 7 or 7
-            return _day(a - timedelta(days=back))
+            return on(a - timedelta(days=back))
         if which_word in ("next", "coming"):
             ahead = (target - a.weekday()) % 7 or 7
-            return _day(a + timedelta(days=ahead))
-        return _day(a - timedelta(days=a.weekday()) + timedelta(days=target))
+            return on(a + timedelta(days=ahead))
+        return on(a - timedelta(days=a.weekday()) + timedelta(days=target))
     return _relative(m, resolve)
 
 

@@ -398,7 +398,7 @@ def test_readings_are_deterministic_and_well_typed():
 # --- Properties ----------------------------------------------------------------------------------
 
 RELATIVE = ["today", "yesterday", "tomorrow", "the day before yesterday", "last Friday",
-            "next Monday", "on Sunday", "this Thursday", "two days ago", "3 weeks ago",
+            "next Monday", "on Sunday", "this Thursday", "Saturday morning", "last Friday night", "two days ago", "3 weeks ago",
             "a month ago", "last week", "next week", "this weekend", "last month", "next month",
             "this month", "last year", "next year", "last quarter", "next quarter", "this quarter",
             "last June", "next January", "last night", "this morning", "five days from now"]
@@ -488,6 +488,8 @@ def test_a_weekday_that_recurs_modifies_or_names_is_no_date(text: str):
     ("I'll see Maria Friday.", "I'll see Maria on 2026-03-06."),
     ("On Friday Maria called.", "On 2026-03-06 Maria called."),
     ("Friday was busy.", "2026-03-06 was busy."),
+    ("I went running Saturday morning.", "I went running on the morning of 2026-03-07."),
+    ("Last Friday night was fun.", "The night of 2026-02-27 was fun."),
 ])
 def test_a_weekday_that_is_a_day_is_written_as_its_date_with_a_capital_only_at_the_start(text: str, written: str):
     r = read_time(text, WED)
