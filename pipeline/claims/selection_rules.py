@@ -45,7 +45,7 @@ from pipeline.claims.extraction import (
     SelectionResult,
 )
 from pipeline.claims.segment import CALENDAR_WORDS
-from pipeline.claims.selection_turns import judge_turn, participants_of, told_before_request
+from pipeline.claims.selection_turns import QUESTION_OPENERS, judge_turn, participants_of, told_before_request
 
 RULE_ORDER = ("references_boilerplate", "question", "intro", "conclusion", "no_info",
               "attributed", "advice", "hypothetical", "opinion", "generic", "ambiguous",
@@ -115,8 +115,7 @@ DATELINE_CUES = (
 # opening a sentence is far likelier to ask than to name someone.
 QUESTION_CUES = _cues(r"\?[\"'”’)\]]*$")
 TURN_QUESTION_CUES = _cues(
-    r"^(?:[A-Z][a-z]+,\s+)?(?:who|what|when|where|why|how|which|whose|can|could|would|will|"
-    r"is|are|am|do|does|did|should|shall|has|have|had|was|were)\b[^.!]*$",
+    r"^(?:[A-Z][a-z]+,\s+)?(?:" + "|".join(QUESTION_OPENERS) + r")\b[^.!]*$",
     r"^(?:i wonder (?:whether|if)|does anyone know|any (?:news|update|updates) on)\b",
     r"^(?:\w+,\s+)?(?:any|anything|anyone|anybody)\b[^.!]*$",
 )

@@ -210,9 +210,10 @@ _REQUEST_TAIL = re.compile(
     r"(?:can|could|would|will|do|did)\s+you\b[^.!]*\?\s*$", re.IGNORECASE | re.DOTALL)
 
 
-# Words that open a question.
-_ASKS = frozenset("""who what when where why how which whose can could would will is are am do does did should
-shall has have had was were""".split())
+# Words that open a question ("What do you think", "Can you"): `selection_rules`' question cue too.
+QUESTION_OPENERS = ("who", "what", "when", "where", "why", "how", "which", "whose", "can", "could", "would",
+                    "will", "is", "are", "am", "do", "does", "did", "should", "shall", "has", "have", "had",
+                    "was", "were")
 
 
 def told_before_request(text: str) -> str:
@@ -224,7 +225,7 @@ def told_before_request(text: str) -> str:
     if found is None:
         return text
     told = _WORD.findall(text[:found.start()])
-    if len(told) < 4 or told[0].lower() in _ASKS:   # "What do you think, can you help?" tells nothing
+    if len(told) < 4 or told[0].lower() in QUESTION_OPENERS:   # "What do you think, can you help?" tells nothing
         return text
     return text[:found.start()].rstrip(_PUNCTUATION) + "."
 

@@ -486,7 +486,7 @@ def _names_its_date(m: re.Match, text: str) -> bool:
     return any(p.match(rest) for p in (ISO_RE, DMY_RE, MDY_RE))
 
 
-def _names_a_weekday(m: re.Match, text: str) -> bool:
+def _weekday_is_no_date(m: re.Match, text: str) -> bool:
     """A bare weekday that is part of a name, recurs, or modifies a noun after a determiner:
     "Friday Harbor", "the Sunday Riley serum", "every Wednesday evening", "your Saturday morning
     group". A series' name ("Tune-Up Saturday") is not told from a day ("see Maria Friday"), and is
@@ -495,9 +495,7 @@ def _names_a_weekday(m: re.Match, text: str) -> bool:
         return True
     if m.group(1):
         return False  # "last Friday", "this coming Monday": a day, whatever stands around it
-    before = text[:m.start()]
-    previous = re.search(r"([\w'’-]+)\W*$", before)
-    if previous and previous.group(1).lower() in _WEEKDAY_NOT_A_DATE_AFTER:
+    if _last_word(text, m.start()) in _WEEKDAY_NOT_A_DATE_AFTER:
         return True
     # a capitalised word after it, where no preposition makes it a time: a name ("left Friday
     # Harbor"); "on Friday Maria called" is a day
@@ -505,7 +503,7 @@ def _names_a_weekday(m: re.Match, text: str) -> bool:
 
 
 def _weekday(m: re.Match, text: str) -> _Expr | None:
-    if _names_a_weekday(m, text):
+    if _weekday_is_no_date(m, text):
         return None
     which = (m.group(1) or "").lower().split()
     which_word = which[-1] if which else ""
