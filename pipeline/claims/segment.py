@@ -376,12 +376,18 @@ def _lowercase_words(markdown: str) -> frozenset[str]:
 
 
 def _common_word(markdown: str, label: str) -> bool:
-    """Whether a one-word label is a word the document also writes in lower case ("Consequence:"
-    beside "consequences"): a field's label, not a person's name. A turn marker overrules it."""
-    words = label.split()
-    if len(words) != 1:
-        return False
-    lowered, found = words[0].lower(), _lowercase_words(markdown)
+    """Whether a label is made of common words: one word the document also writes in lower case
+    ("Consequence:" beside "consequences"), or several that are each an English word and none a
+    given name, the last of which the document also writes in lower case ("**Error Handling:**"
+    beside "handling", "**Asking Questions:**" heading a list item of documentation; never "Mark
+    Webber:"): a field's label, not a person's name. A turn marker or a declared participant
+    overrules it."""
+    from pipeline.facts.names import is_english_word
+
+    words, found = label.split(), _lowercase_words(markdown)
+    if len(words) > 1:
+        return all(is_english_word(w) for w in words) and words[-1].lower() in found
+    lowered = words[0].lower()
     return lowered in found or lowered + "s" in found or lowered + "es" in found
 
 
@@ -398,6 +404,8 @@ def _is_speaker(name: str) -> bool:
         return False
     if len(words) == 1 and words[0].lower().endswith(_ABSTRACT_NOUN_ENDINGS) and is_english_word(words[0].lower()):
         return False
+    if any("-" in w and w.rsplit("-", 1)[1][:1].islower() for w in words):
+        return False  # "Thread-safe:", "Non-blocking:": a property, as in `names.is_name`
     return all(any(c.islower() for c in word) and word.lower() not in CALENDAR_WORDS
                for word in words)
 

@@ -164,6 +164,14 @@ def test_speaker_prefix_is_outside_the_span() -> None:
     ("Performance: the search answers in 20 ms.", None),
     ("Clarence: I moved the schema.", "Clarence"),
     ("Florence: I moved the schema.", "Florence"),
+    # a list item's label in documentation, of English words the page also writes in lower case,
+    # or a property, is no one
+    ("**Asking Questions:** the ask method stores the questions it is asked.", None),
+    ("Error Handling: failed calls get the same handling twice.", None),
+    ("Thread-safe: one client serves every thread.", None),
+    ("Mark Webber: I moved the schema.", "Mark Webber"),
+    ("John Smith: I moved the schema.", "John Smith"),
+    ("Grace Young: I moved the schema.", "Grace Young"),
 ])
 def test_speaker_labels(line: str, speaker: str | None) -> None:
     [passage] = split_passages(line, 0, len(line))
