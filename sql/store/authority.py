@@ -235,7 +235,7 @@ def ensure_vector_indexes(conn: psycopg.Connection) -> list[str]:
                 conn.execute(sql.SQL(
                     "CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw ({} vector_cosine_ops)").format(
                     sql.Identifier(index), sql.Identifier(table), sql.Identifier(column)))
-            conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
+            analyse(conn, table)
             built.append(index)
     conn.commit()
     return built
@@ -279,9 +279,21 @@ def refresh_statistics(conn: psycopg.Connection, step: str, changed: int | None 
             "SELECT relname FROM pg_class WHERE relname = ANY(%s) AND relnamespace = 'public'::regnamespace"
             " AND %s > %s * greatest(reltuples, 0) + %s ORDER BY relname", (tables, changed, _STALE_SHARE, _STALE_ROWS))]
     for table in stale:
-        conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
+        analyse(conn, table)
     merge_pending_entries(conn, tables)
     return stale
+
+
+# The tables whose common lexemes lexical nomination reads from a copy kept at each analysis
+# (0024): reading them from the statistics costs a text round trip of thousands of lexemes a call.
+LEXICAL_TABLES = ("claims", "chunks")
+
+
+def analyse(conn: psycopg.Connection, table: str) -> None:
+    """ANALYZE `table`, and keep the copy of its common lexemes that lexical nomination reads."""
+    conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
+    if table in LEXICAL_TABLES:
+        conn.execute("SELECT memory_v1_private.keep_lexical_statistics(%s)", (table,))
 
 
 def merge_pending_entries(conn: psycopg.Connection, tables: list[str]) -> int:
