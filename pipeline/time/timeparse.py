@@ -81,7 +81,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta, timezone
 
 from pipeline.claims.extraction import PRECISIONS, VALID_KINDS
@@ -477,12 +477,16 @@ typical usual normal regular long lazy any other some one""".split())
 
 def _names_its_date(m: re.Match, text: str) -> bool:
     """A weekday set before the date it falls on ("Wednesday, March 4, 2026", "Friday 2026-01-09",
-    "Tuesday the 3rd of March"): it names that date's day, and the date is the time stated."""
+    "Tuesday the 3rd of March", "Saturday, the morning of 2026-03-07"): it names that date's day,
+    and the date is the time stated."""
     after = text[m.end():]
-    gap = re.match(r",?\s+(?:the\s+)?", after)
+    gap = re.match(r",?\s+", after)
     if gap is None:
         return False
     rest = after[gap.end():]
+    if PERIOD_OF_RE.match(rest):
+        return True   # "Saturday, the morning of 2026-03-07", as a weekday's part of a day is written
+    rest = re.sub(r"^the\s+", "", rest, flags=re.IGNORECASE)
     return any(p.match(rest) for p in (ISO_RE, DMY_RE, MDY_RE))
 
 
@@ -511,7 +515,10 @@ def _weekday(m: re.Match, text: str) -> _Expr | None:
     part = (m.group(3) or "").lower()   # "Thursday morning" is the morning of that day
 
     def on(d: date) -> _Period:
-        return _part_of_day(d, part) if part else _day(d)
+        # the day of the week the source names stays in the claim beside its date ("on Wednesday,
+        # 2023-05-24"): a reader may ask which day it was, and a weekday before its date names it
+        period = _part_of_day(d, part) if part else _day(d)
+        return replace(period, label=f"{_WEEKDAYS[target].capitalize()}, {period.label}")
 
     def resolve(a: date) -> _Period:
         if which_word in ("last", "past"):
@@ -620,7 +627,15 @@ def _expressions(text: str) -> list[_Expr]:
         if start >= reached:
             chosen.append(expr)
             reached = expr.end
+    for expr in chosen:
+        if expr.category == "absolute" and (day := _WEEKDAY_BEFORE.search(text, max(0, expr.start - 16), expr.start)):
+            # a date named by the weekday set before it ("since Friday, 2026-03-06") reads from
+            # the weekday: what stands before the weekday stands before the date
+            expr.start, expr.text = day.start(), text[day.start():expr.end]
     return chosen
+
+
+_WEEKDAY_BEFORE = re.compile(r"\b(?:" + "|".join(_WEEKDAYS) + r"),?\s+(?:the\s+)?$", _F)
 
 
 # --- Resolution ------------------------------------------------------------------------------

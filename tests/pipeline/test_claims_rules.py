@@ -166,7 +166,7 @@ def test_a_sentence_of_two_relative_days_keeps_both_in_its_claim():
     markdown = ("# Chat\n\nParticipants: user, assistant\n\n[q1s1:1 | 2023-05-25T13:47:00Z] user: I'm sluggish today "
                 "because I didn't get to bed until 2 AM last Wednesday.\n")
     row = extract(markdown, asserted_at=datetime(2023, 5, 25, tzinfo=UTC))
-    assert texts(row) == ["User is sluggish on 2023-05-25 because user didn't get to bed until 2 AM on 2023-05-24."]
+    assert texts(row) == ["User is sluggish on 2023-05-25 because user didn't get to bed until 2 AM on Wednesday, 2023-05-24."]
     assert row["claims"][0]["valid_from"] == datetime(2023, 5, 25, tzinfo=UTC)
 
 

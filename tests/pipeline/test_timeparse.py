@@ -100,7 +100,7 @@ def test_spec_last_friday_in_a_transcript_from_2026_03_04():
     r = read_time("We shipped the fix last Friday.", WED)
     assert window(r) == (day(2026, 2, 27), day(2026, 2, 27), "day", "event_time")
     assert apply_replacements("We shipped the fix last Friday.", r.replacements) == \
-        "We shipped the fix on 2026-02-27."
+        "We shipped the fix on Friday, 2026-02-27."
 
 
 # --- Relative expressions against a fixed anchor (Wednesday 2026-03-04) ---------------------------
@@ -117,15 +117,15 @@ def test_spec_last_friday_in_a_transcript_from_2026_03_04():
      "It happened on 2026-02-11."),
     ("It happened a month ago.", (2026, 2, 1), (2026, 2, 28), "month", "It happened in 2026-02."),
     ("It happened two years ago.", (2024, 1, 1), (2024, 12, 31), "year", "It happened in 2024."),
-    ("It happened last Friday.", (2026, 2, 27), (2026, 2, 27), "day", "It happened on 2026-02-27."),
+    ("It happened last Friday.", (2026, 2, 27), (2026, 2, 27), "day", "It happened on Friday, 2026-02-27."),
     ("It happened last Wednesday.", (2026, 2, 25), (2026, 2, 25), "day",
-     "It happened on 2026-02-25."),
-    ("It happens next Monday.", (2026, 3, 9), (2026, 3, 9), "day", "It happens on 2026-03-09."),
+     "It happened on Wednesday, 2026-02-25."),
+    ("It happens next Monday.", (2026, 3, 9), (2026, 3, 9), "day", "It happens on Monday, 2026-03-09."),
     ("It happens next Wednesday.", (2026, 3, 11), (2026, 3, 11), "day",
-     "It happens on 2026-03-11."),
-    ("It happens on Friday.", (2026, 3, 6), (2026, 3, 6), "day", "It happens on 2026-03-06."),
-    ("It happens this Friday.", (2026, 3, 6), (2026, 3, 6), "day", "It happens on 2026-03-06."),
-    ("It happened on Monday.", (2026, 3, 2), (2026, 3, 2), "day", "It happened on 2026-03-02."),
+     "It happens on Wednesday, 2026-03-11."),
+    ("It happens on Friday.", (2026, 3, 6), (2026, 3, 6), "day", "It happens on Friday, 2026-03-06."),
+    ("It happens this Friday.", (2026, 3, 6), (2026, 3, 6), "day", "It happens on Friday, 2026-03-06."),
+    ("It happened on Monday.", (2026, 3, 2), (2026, 3, 2), "day", "It happened on Monday, 2026-03-02."),
     ("It happened last week.", (2026, 2, 23), (2026, 3, 1), "day",
      "It happened in the week of 2026-02-23."),
     ("It happens next week.", (2026, 3, 9), (2026, 3, 15), "day",
@@ -306,7 +306,7 @@ def test_a_range_with_relative_ends_resolves_both():
     r = read_time(text, WED)
     # "last Monday" is the most recent Monday strictly before Wednesday 2026-03-04.
     assert window(r) == (day(2026, 3, 2), day(2026, 3, 3), "day", "effective_period")
-    assert apply_replacements(text, r.replacements) == "Ravi was out from 2026-03-02 to 2026-03-03."
+    assert apply_replacements(text, r.replacements) == "Ravi was out from Monday, 2026-03-02 to 2026-03-03."
 
 
 def test_a_range_without_an_anchor_keeps_the_end_it_can_read():
@@ -484,14 +484,14 @@ def test_a_weekday_that_recurs_modifies_or_names_is_no_date(text: str):
 
 
 @pytest.mark.parametrize(("text", "written"), [
-    ("We shipped it Friday.", "We shipped it on 2026-03-06."),
-    ("I'll see Maria Friday.", "I'll see Maria on 2026-03-06."),
-    ("On Friday Maria called.", "On 2026-03-06 Maria called."),
-    ("Friday was busy.", "2026-03-06 was busy."),
-    ("I went running Saturday morning.", "I went running on the morning of 2026-03-07."),
-    ("Last Friday night was fun.", "The night of 2026-02-27 was fun."),
+    ("We shipped it Friday.", "We shipped it on Friday, 2026-03-06."),
+    ("I'll see Maria Friday.", "I'll see Maria on Friday, 2026-03-06."),
+    ("On Friday Maria called.", "On Friday, 2026-03-06 Maria called."),
+    ("Friday was busy.", "Friday, 2026-03-06 was busy."),
+    ("I went running Saturday morning.", "I went running on Saturday, the morning of 2026-03-07."),
+    ("Last Friday night was fun.", "Friday, the night of 2026-02-27 was fun."),
 ])
-def test_a_weekday_that_is_a_day_is_written_as_its_date_with_a_capital_only_at_the_start(text: str, written: str):
+def test_a_weekday_that_is_a_day_is_written_with_its_date_and_a_capital_only_at_the_start(text: str, written: str):
     r = read_time(text, WED)
     assert apply_replacements(text, r.replacements) == written
 
