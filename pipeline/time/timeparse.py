@@ -492,11 +492,15 @@ def _names_its_date(m: re.Match, text: str) -> bool:
 
 def _weekday_is_no_date(m: re.Match, text: str) -> bool:
     """A bare weekday that is part of a name, recurs, or modifies a noun after a determiner:
-    "Friday Harbor", "the Sunday Riley serum", "every Wednesday evening", "your Saturday morning
-    group". A series' name ("Tune-Up Saturday") is not told from a day ("see Maria Friday"), and is
+    "Friday Harbor", "Monday.com", "the Sunday Riley serum", "every Wednesday evening", "your
+    Saturday morning group". A series' name ("Tune-Up Saturday") is not told from a day ("see Maria Friday"), and is
     read as a day."""
     if _names_its_date(m, text):
         return True
+    if re.match(r"\.[A-Za-z]", text[m.end():]):
+        return True   # "Monday.com": an address, a product's name
+    if re.match(r"\s+(?:morning|afternoon|evening|night)s\b", text[m.end():], re.IGNORECASE):
+        return True   # "on Saturday mornings": every one of them
     if m.group(1):
         return False  # "last Friday", "this coming Monday": a day, whatever stands around it
     if _last_word(text, m.start()) in _WEEKDAY_NOT_A_DATE_AFTER:

@@ -476,6 +476,9 @@ def test_a_question_that_asks_when(question: str, when: bool) -> None:
     "I have a busy Monday ahead.",
     "Apply a few drops of the Sunday Riley serum.",
     "Dana left Friday Harbor.",
+    "Monday.com: a work operating system with automated workflows.",
+    "We track the sprint in Monday.com now.",
+    "I might join a running group that meets on Saturday mornings.",
 ])
 def test_a_weekday_that_recurs_modifies_or_names_is_no_date(text: str):
     # these were written "every On 2026-03-07 morning", "my On 2026-03-07 morning cycling group"
