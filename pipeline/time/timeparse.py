@@ -493,8 +493,8 @@ def _names_its_date(m: re.Match, text: str) -> bool:
 def _weekday_is_no_date(m: re.Match, text: str) -> bool:
     """A bare weekday that is part of a name, recurs, or modifies a noun after a determiner:
     "Friday Harbor", "Monday.com", "the Sunday Riley serum", "every Wednesday evening", "your
-    Saturday morning group". A series' name ("Tune-Up Saturday") is not told from a day ("see Maria Friday"), and is
-    read as a day."""
+    Saturday morning group". A series' name ("Tune-Up Saturday") is not told from a day ("see
+    Maria Friday"), and is read as a day."""
     if _names_its_date(m, text):
         return True
     if re.match(r"\.[A-Za-z]", text[m.end():]):
