@@ -378,15 +378,17 @@ def _lowercase_words(markdown: str) -> frozenset[str]:
 def _common_word(markdown: str, label: str) -> bool:
     """Whether a label is made of common words: one word the document also writes in lower case
     ("Consequence:" beside "consequences"), or several that are each an English word and none a
-    given name, the last of which the document also writes in lower case ("**Error Handling:**"
-    beside "handling", "**Asking Questions:**" heading a list item of documentation; never "Mark
-    Webber:"): a field's label, not a person's name. A turn marker or a declared participant
-    overrules it."""
+    given name, the last of which the document also writes in lower case, names an abstract thing
+    or follows two others ("**Error Handling:**" beside "handling", "**Memory Management:**",
+    "**Clear Agent Roles:**" heading a list item of documentation; never "Mark Webber:"): a
+    field's label, not a person's name. A turn marker or a declared participant overrules it."""
     from pipeline.facts.names import is_english_word
 
     words, found = label.split(), _lowercase_words(markdown)
     if len(words) > 1:
-        return all(is_english_word(w) for w in words) and words[-1].lower() in found
+        last = words[-1].lower()
+        return all(is_english_word(w) for w in words) and (
+            last in found or last.endswith(_ABSTRACT_NOUN_ENDINGS) or len(words) > 2)
     lowered = words[0].lower()
     return lowered in found or lowered + "s" in found or lowered + "es" in found
 

@@ -31,3 +31,15 @@ def test_the_junk_table_and_the_baseline_of_capitalised_runs(tmp_path: Path) -> 
     assert docs.text_runs(tmp_path) == ["Dana Kim", "If", "Mem0 API", "Use"]
     table = docs.junk_table(docs.text_runs(tmp_path))
     assert table == {"entities": 4, "junk": 2, "junk_share": 0.5, "reasons": {"function_word": 1, "imperative": 1}}
+
+
+def test_a_readers_names_resolve_as_resolve_entity_finds_them(example_memory, tmp_path: Path) -> None:
+    listed = tmp_path / "names.txt"
+    listed.write_text("# names noted while reading\nDana\nRavi\n\nRavi  # again\nBilling migraton\nNobody Xyzzy\n",
+                      encoding="utf-8")
+    assert docs.names_listed(listed) == ["Dana", "Ravi", "Billing migraton", "Nobody Xyzzy"]
+    tiers = docs.resolved(example_memory.dsn, docs.names_listed(listed))
+    assert tiers["Dana"] == tiers["Ravi"] == "T0" and tiers["Nobody Xyzzy"] is None
+    assert tiers["Billing migraton"] in ("T1", "T2")   # misspelt: found by a similar spelling only
+    assert docs.names_table(tiers) == {"listed": 4, "exact": 2, "exact_share": 0.5,
+                                       "similar_only": ["Billing migraton"], "unknown": ["Nobody Xyzzy"]}

@@ -169,6 +169,8 @@ def test_speaker_prefix_is_outside_the_span() -> None:
     ("**Asking Questions:** the ask method stores the questions it is asked.", None),
     ("Error Handling: failed calls get the same handling twice.", None),
     ("Thread-safe: one client serves every thread.", None),
+    ("**Memory Management:** old entries are pruned nightly.", None),
+    ("**Clear Agent Roles:** each agent owns one task.", None),
     ("Mark Webber: I moved the schema.", "Mark Webber"),
     ("John Smith: I moved the schema.", "John Smith"),
     ("Grace Young: I moved the schema.", "Grace Young"),
