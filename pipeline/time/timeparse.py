@@ -632,9 +632,11 @@ def _expressions(text: str) -> list[_Expr]:
             chosen.append(expr)
             reached = expr.end
     for expr in chosen:
-        if expr.category == "absolute" and (day := _WEEKDAY_BEFORE.search(text, max(0, expr.start - 16), expr.start)):
+        day = _WEEKDAY_BEFORE.search(text, max(0, expr.start - 16), expr.start) if expr.category == "absolute" else None
+        if day and _names_its_date(WEEKDAY_RE.match(text, day.start()), text):
             # a date named by the weekday set before it ("since Friday, 2026-03-06") reads from
-            # the weekday: what stands before the weekday stands before the date
+            # the weekday: what stands before the weekday stands before the date. Only where the
+            # weekday names it: "Friday, 2026-03" is a day and a month, each read on its own
             expr.start, expr.text = day.start(), text[day.start():expr.end]
     return chosen
 

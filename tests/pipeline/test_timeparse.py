@@ -13,6 +13,7 @@ from pipeline.claims.extraction import PRECISIONS, VALID_KINDS
 from pipeline.time.timeparse import (
     Replacement,
     TimeReading,
+    _expressions,
     apply_replacements,
     asks_when,
     read_time,
@@ -484,6 +485,15 @@ def test_a_weekday_that_recurs_modifies_or_names_is_no_date(text: str):
     # these were written "every On 2026-03-07 morning", "my On 2026-03-07 morning cycling group"
     r = read_time(text, WED)
     assert r.replacements == () and r.valid_from is None
+
+
+@pytest.mark.parametrize("text", ["We met on Friday, 2026-03 to plan.", "Since Friday, June 2026 we ship daily.",
+                                  "Since Friday, 2026-03-06 we ship daily.", "On Saturday, the morning of 2026-03-07."])
+def test_a_weekday_and_the_date_after_it_are_never_read_twice(text: str):
+    # a weekday that names the date after it makes one expression with it; one that does not
+    # ("Friday, 2026-03": a day, then a month) is its own, and the two never overlap
+    found = _expressions(text)
+    assert all(a.end <= b.start for a, b in zip(found, found[1:]))
 
 
 @pytest.mark.parametrize(("text", "written"), [
