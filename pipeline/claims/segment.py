@@ -399,15 +399,15 @@ _ABSTRACT_NOUN_ENDINGS = ("tion", "sion", "ment", "ness", "ity", "ance", "ence")
 
 
 def _is_speaker(name: str) -> bool:
-    from pipeline.facts.names import is_english_word
+    from pipeline.facts.names import is_compound_adjective, is_english_word
 
     words = name.split()
     if " ".join(words).lower() in NON_SPEAKER_LABELS:
         return False
     if len(words) == 1 and words[0].lower().endswith(_ABSTRACT_NOUN_ENDINGS) and is_english_word(words[0].lower()):
         return False
-    if any("-" in w and w.rsplit("-", 1)[1][:1].islower() for w in words):
-        return False  # "Thread-safe:", "Non-blocking:": a property, as in `names.is_name`
+    if any(is_compound_adjective(w) for w in words):
+        return False  # "Thread-safe:", "Non-blocking:": a property
     return all(any(c.islower() for c in word) and word.lower() not in CALENDAR_WORDS
                for word in words)
 

@@ -249,6 +249,12 @@ def _stems(word: str) -> list[str]:
     return stems
 
 
+def is_compound_adjective(word: str) -> bool:
+    """A hyphenated word whose last part is lower case ("HIPAA-compliant", "Thread-safe"): it
+    describes a thing, it names none."""
+    return "-" in word and word.rsplit("-", 1)[1][:1].islower()
+
+
 def _camel(word: str) -> bool:
     """Capitals inside a word that also has lower case after its first letter: "TypeScript", "iPhone"."""
     return bool(re.search(r"[a-z][A-Z]", word))
@@ -340,7 +346,7 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
     if len(words) > 1 and (words[-1].lower() in _ASPECT_END or words[-1].lower() in _CREDENTIAL_END
                            and any(w.lower() in _CREDENTIAL_OPENER for w in words[:-1])):
         return False  # "AI Studio API Key", "LongMemEval Overall", "Mem0 Inactive": a value of a thing
-    if any("-" in w and w.rsplit("-", 1)[1][:1].islower() for w in words):
+    if any(is_compound_adjective(w) for w in words):
         return False  # "HIPAA-compliant", "LLM-based", "Multi-tool": a compound adjective, not a name
     if not any(ch.isalpha() for ch in name) or all(w.lower() in _CALENDAR for w in words) or name[0].isdigit() \
             or _UNIT_OR_VERSION.fullmatch(name):
