@@ -62,7 +62,9 @@ def start(settings: Settings, host: str, port: int) -> str:
         # finished before the first read
         reconcile.reconcile_facts(conn, None)
     # while Serve starts: the first questions then read PostgreSQL's cache, not the kernel's
-    threading.Thread(target=_warm_cache, args=(authority.dsn,), name="cache warming", daemon=True).start()
+    if settings.serve_cache_share > 0:
+        threading.Thread(target=_warm_cache, args=(authority.dsn, settings.serve_cache_share), name="cache warming",
+                         daemon=True).start()
     info = DeploymentInfo(authority.deployment.deployment_id, authority.deployment.build_revision, model.pin,
                           settings.object_store_uri, settings.max_file_bytes, tuple(sorted(credentials.items())),
                           admission.Limits(settings.admission_key_per_minute, settings.admission_key_in_flight,
@@ -85,9 +87,9 @@ def start(settings: Settings, host: str, port: int) -> str:
     return f"http://{host}:{port}"
 
 
-def _warm_cache(dsn: str) -> None:
-    """Load the read path into PostgreSQL's cache (`authority.warm_cache`); a server that cannot
-    still serves, from a cold cache."""
+def _warm_cache(dsn: str, share: float) -> None:
+    """Load the read path into `share` of PostgreSQL's cache (`authority.warm_cache`); a server
+    that cannot still serves, from a cold cache."""
     import time
 
     import psycopg
@@ -97,7 +99,7 @@ def _warm_cache(dsn: str) -> None:
     began = time.perf_counter()
     try:
         with store.connect(dsn, autocommit=True) as conn:
-            relations, loaded = store.warm_cache(conn)
+            relations, loaded = store.warm_cache(conn, share)
     except (psycopg.Error, store.StoreError) as err:
         print(f"warning: PostgreSQL's cache was not warmed ({err}); the first reads are slower", file=sys.stderr)
         return

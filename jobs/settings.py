@@ -114,6 +114,9 @@ SETTINGS: tuple[Setting, ...] = (
             "Longest wait between two attempts."),
     Setting("CORPUSMEM_SERVE_REPLICAS", "serve_replicas", "1",
             "Replicas of the read API's ingress deployment (`corpusmem serve`)."),
+    Setting("CORPUSMEM_SERVE_CACHE_SHARE", "serve_cache_share", "0.5",
+            "The share of PostgreSQL's `shared_buffers` that `corpusmem serve` fills with the read path "
+            "(vector indexes first) while it starts; 0 leaves the cache as it is."),
     Setting("CORPUSMEM_POOL_GENERAL", "pool_general", "4",
             "PostgreSQL connections per API replica for documents, hydration and transcripts."),
     Setting("CORPUSMEM_POOL_RETRIEVAL", "pool_retrieval", "4",
@@ -183,6 +186,7 @@ class Settings(BaseModel):
     retry_backoff_s: float = Field(ge=0, le=3600, description="CORPUSMEM_RETRY_BACKOFF_S")
     retry_backoff_max_s: float = Field(ge=0, le=3600, description="CORPUSMEM_RETRY_BACKOFF_MAX_S")
     serve_replicas: int = Field(ge=1, le=256, description="CORPUSMEM_SERVE_REPLICAS")
+    serve_cache_share: float = Field(ge=0, le=1, description="CORPUSMEM_SERVE_CACHE_SHARE")
     pool_general: int = Field(ge=1, le=256, description="CORPUSMEM_POOL_GENERAL")
     pool_retrieval: int = Field(ge=1, le=256, description="CORPUSMEM_POOL_RETRIEVAL")
     pool_graph: int = Field(ge=1, le=256, description="CORPUSMEM_POOL_GRAPH")

@@ -39,6 +39,7 @@ OTHER = {
     "CORPUSMEM_RETRY_BACKOFF_MAX_S": "9",
     "CORPUSMEM_OCR_MAX_PIXELS": "50000000",
     "CORPUSMEM_CONVERSION_ROUTES": ".log=passthrough",
+    "CORPUSMEM_SERVE_CACHE_SHARE": "0.25",
 }
 _GUESSES = ("7", "true", "false", "0.5", "read:abc", "/tmp/corpusmem-other", "https://app.example.com")
 

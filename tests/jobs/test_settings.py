@@ -16,8 +16,10 @@ def test_defaults_apply_when_unset_or_empty():
 
 
 def test_values_are_read_and_typed():
-    settings = load_settings({"CORPUSMEM_CHUNK_TARGET_CHARS": "1500", "CORPUSMEM_OBJECT_STORE": "s3://b/p"})
+    settings = load_settings({"CORPUSMEM_CHUNK_TARGET_CHARS": "1500", "CORPUSMEM_OBJECT_STORE": "s3://b/p",
+                              "CORPUSMEM_SERVE_CACHE_SHARE": "0"})
     assert settings.chunk_target_chars == 1500
+    assert settings.serve_cache_share == 0.0
     assert settings.object_store_uri == "s3://b/p"
 
 
@@ -25,6 +27,7 @@ def test_values_are_read_and_typed():
     ("CORPUSMEM_CHUNK_TARGET_CHARS", "lots"),
     ("CORPUSMEM_EMBEDDING_DEVICE", "tpu"),
     ("CORPUSMEM_ARCHIVE_MAX_RATIO", "0.5"),
+    ("CORPUSMEM_SERVE_CACHE_SHARE", "1.5"),
 ])
 def test_a_bad_value_names_the_variable(env, value):
     with pytest.raises(SettingsError, match=env):

@@ -36,6 +36,8 @@ def test_the_vector_indexes_are_loaded_first_and_within_the_share(example_memory
             assert all(cached(conn, r) == 0 for r in indexes)
 
         evict()
+        assert store.warm_cache(conn, share=0) == (0, 0)   # CORPUSMEM_SERVE_CACHE_SHARE=0
+        assert all(cached(conn, r) == 0 for r in indexes)
         relations, loaded = store.warm_cache(conn)
         block = conn.execute("SELECT current_setting('block_size')::int").fetchone()[0]
         assert relations > len(indexes) and loaded > 0 and loaded % block == 0
