@@ -314,37 +314,38 @@ def merge_pending_entries(conn: psycopg.Connection, tables: list[str]) -> int:
                for index in indexes)
 
 
-def warm_cache(conn: psycopg.Connection, share: float = 0.5) -> tuple[int, int]:
+def warm_cache(conn: psycopg.Connection, share: float) -> tuple[int, int]:
     """Load what reads walk into PostgreSQL's cache (`pg_prewarm`, migration 0025), up to `share`
-    of `shared_buffers`: the vector indexes first (an HNSW scan of 200 candidates touches about
-    2,000 pages of the graph, scattered), then the other indexes, then the tables, each group the
-    most read first. Return the relations and bytes loaded; (0, 0) where the module is not installed.
+    of `shared_buffers` (`CORPUSMEM_SERVE_CACHE_SHARE`): the vector indexes first (an HNSW scan of
+    200 candidates touches about 2,000 pages of the graph, scattered), then the other indexes, then
+    the tables, each group the most read first. Return the relations and bytes loaded; (0, 0) where
+    the module is not installed.
 
     A server just started found those pages in the kernel's cache at best, one read each: on
     `bench serve`'s memory (108,367 claims) a claims nomination by meaning read 1,260 of its 1,973
     pages that way. A relation that does not fit what is left of the share is skipped."""
     if conn.execute("SELECT to_regproc('pg_prewarm')").fetchone()[0] is None:
         return 0, 0
-    budget = conn.execute("SELECT setting::bigint FROM pg_settings WHERE name = 'shared_buffers'").fetchone()[0]
-    budget = int(budget * share)
+    buffers, block = conn.execute("SELECT setting::bigint, current_setting('block_size')::int FROM pg_settings"
+                                  " WHERE name = 'shared_buffers'").fetchone()
     vector = [index for _, _, index in VECTOR_COLUMNS]
     rows = conn.execute(
-        "SELECT c.oid::regclass::text, pg_relation_size(c.oid) / current_setting('block_size')::int,"
-        "       CASE WHEN c.relname = ANY(%s) THEN 0 WHEN c.relkind = 'i' THEN 1 ELSE 2 END AS grp,"
-        "       coalesce(i.idx_scan, t.seq_scan + t.idx_scan, 0) AS reads"
+        "SELECT c.oid::regclass::text, pg_relation_size(c.oid) / %s"
         " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
         " LEFT JOIN pg_stat_user_indexes i ON i.indexrelid = c.oid"
         " LEFT JOIN pg_stat_user_tables t ON t.relid = c.oid"
         " WHERE n.nspname IN ('public', 'memory_v1_private') AND c.relkind IN ('r', 'i')"
         "   AND c.relpersistence = 'p'"
-        " ORDER BY grp, array_position(%s, c.relname::text), reads DESC, 1", (vector, vector)).fetchall()
-    loaded = relations = 0
-    for name, pages, _, _ in rows:
+        " ORDER BY CASE WHEN c.relname = ANY(%s) THEN 0 WHEN c.relkind = 'i' THEN 1 ELSE 2 END,"
+        "          array_position(%s, c.relname::text), coalesce(i.idx_scan, t.seq_scan + t.idx_scan, 0) DESC, 1",
+        (block, vector, vector)).fetchall()
+    budget, loaded, relations = int(buffers * share), 0, 0
+    for name, pages in rows:
         if pages == 0 or loaded + pages > budget:
             continue
         loaded += conn.execute("SELECT pg_prewarm(%s::regclass)", (name,)).fetchone()[0]
         relations += 1
-    return relations, loaded * conn.execute("SELECT current_setting('block_size')::int").fetchone()[0]
+    return relations, loaded * block
 
 
 def drop_vector_indexes_if_empty(conn: psycopg.Connection) -> list[str]:

@@ -38,7 +38,7 @@ def test_the_vector_indexes_are_loaded_first_and_within_the_share(example_memory
         evict()
         assert store.warm_cache(conn, share=0) == (0, 0)   # CORPUSMEM_SERVE_CACHE_SHARE=0
         assert all(cached(conn, r) == 0 for r in indexes)
-        relations, loaded = store.warm_cache(conn)
+        relations, loaded = store.warm_cache(conn, 0.5)
         block = conn.execute("SELECT current_setting('block_size')::int").fetchone()[0]
         assert relations > len(indexes) and loaded > 0 and loaded % block == 0
         for index in indexes:
@@ -55,4 +55,4 @@ def test_the_vector_indexes_are_loaded_first_and_within_the_share(example_memory
 
         # without the module the server serves from a cold cache, and says nothing is loaded
         conn.execute("DROP EXTENSION pg_prewarm")
-        assert store.warm_cache(conn) == (0, 0)
+        assert store.warm_cache(conn, 0.5) == (0, 0)
