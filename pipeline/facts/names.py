@@ -155,7 +155,7 @@ _NOT_PROPER = FUNCTION_WORDS | PRONOUNS | INSTRUCTION_VERBS | NUMBER_WORDS
 _FINITE = frozenset("""is are was were be been being has have had do does did can could will would should
 may might must shall isn't aren't wasn't weren't doesn't don't didn't can't won't""".split())
 # Words that may stand lower-case inside a name ("Bank of America", "Tour de France").
-_CONNECTORS = frozenset({"of", "and", "&", "de", "du", "da", "la", "le", "von", "van", "der", "the", "for", "on",
+CONNECTORS = frozenset({"of", "and", "&", "de", "du", "da", "la", "le", "von", "van", "der", "the", "for", "on",
                          "in", "y", "e", "di", "del"})
 _NAME_MARKUP = re.compile(r"[`<>{}\[\]()$=|\\#@*~^\":/]|\w[_.]\w")
 # A word of a name: a dot only inside it ("Node.js"), never one that ends a sentence.
@@ -266,6 +266,18 @@ def _marked(word: str) -> bool:
 
 
 _HONORIFICS = frozenset({"dr", "mr", "mrs", "ms", "mx", "prof", "sir", "madam", "st"})
+# Titles and kin words that stand before a name as part of how a text calls the person
+# ("Professor Lindqvist", "Aunt Leila", "Deputy Mayor Fiona Gallagher"): English words that prove
+# nothing alone, so the rest of the run must be a name.
+_TITLES = _HONORIFICS | frozenset("""professor doctor councillor councilor senator judge justice mayor deputy
+president governor minister chancellor captain coach officer detective sergeant inspector nurse father
+sister brother pastor rabbi imam reverend aunt auntie uncle grandma grandpa cousin lady lord dame king queen
+prince princess""".split())
+_TITLE_DOT = re.compile(r"\b(Dr|Mr|Mrs|Ms|Mx|Prof|St|Jr|Sr)\.(?=\s)")
+# Legal forms that close a company's name ("Umbrella Corp", "Kestrel Freight Ltd", "Halvorsen &
+# Reid LLP"): the words before one are the company's name, English or not.
+_LEGAL_FORMS = frozenset("""corp corporation inc incorporated ltd limited llc llp plc gmbh ag sa as asa bv nv
+co pty sarl srl spa oy ab aps kk""".split())
 _UNIT_OR_VERSION = re.compile(r"[KMGTP]i?B|[KMG]Hz|Q[1-4]|[Vv]\d+(?:\.\d+)*|H[1-6]|ms|px|kg|km|I{2,3}|IV|VI{1,3}|IX")
 # Words of talk that open a run of capitals without being part of a name.
 INTERJECTIONS = frozenset("""ok okay hey hi hello yo wow woah whoa yay yeah yep yup nope oh ooh aw aww haha lol omg
@@ -312,15 +324,24 @@ _ASPECT_END = frozenset({"overall", "average", "total", "mean", "median", "versi
 # notes), and the answer depends on the arguments alone, all frozen: normalize 10-15 % faster.
 @functools.lru_cache(maxsize=1 << 16)
 def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset(),
-            speakers: frozenset[str] = frozenset(), code: frozenset[str] = frozenset()) -> bool:
+            speakers: frozenset[str] = frozenset(), code: frozenset[str] = frozenset(),
+            proven: frozenset[str] = frozenset()) -> bool:
     """Whether `name` (a cleaned mention) may name an entity, given the words the document uses
     as names (`document_names`), the words it also writes in lower case (`common`: "Configure",
-    "Privacy" are words, not names), who speaks in it, and the identifiers it sets as code
-    (`code_words`: "`AsyncMemory`" is a class, whatever its capitals say)."""
+    "Privacy" are words, not names), who speaks in it, the identifiers it sets as code
+    (`code_words`: "`AsyncMemory`" is a class, whatever its capitals say), and the phrases its
+    grammar proves to be names (`proven`: the capitalised end of a relation that only names take,
+    "works for Stripe"), which English words in them do not undo."""
     if name in speakers:
         return True
     if name in code:
         return False
+    titled = _titled(name, known, common, speakers, code, proven)
+    if titled is not None:
+        return titled
+    if _incorporated(name):
+        return True
+    name = _TITLE_DOT.sub(r"\1", name)
     words = name.split()
     if not words or len(words) > 6 or name.startswith("-") or _NAME_MARKUP.search(name) or "_" in name \
             or re.search(r"\.\s|,|n['’]t\b", name):
@@ -358,7 +379,7 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
         return False  # "Dr" alone is the title of a name the run goes on with
     if re.split(r"['’]", lowered[0])[0] in PRONOUNS | FUNCTION_WORDS:
         return False  # "I'm", "It's", "How'd"
-    if lowered[0] in FUNCTION_WORDS or lowered[0] in PRONOUNS or lowered[0] in _CONNECTORS \
+    if lowered[0] in FUNCTION_WORDS or lowered[0] in PRONOUNS or lowered[0] in CONNECTORS \
             or any(stem in INSTRUCTION_VERBS for stem in _stems(lowered[0])) and not _marked(words[0]):
         return False  # "If …", "Use", "Uses Mem0", "Configured"
     if len(words) == 1 and lowered[0].endswith(("ly", "ed", "ing", "able", "ible")) and not _marked(words[0]) \
@@ -367,9 +388,11 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
         #               "Tessaly" written as names mid-sentence are)
     if any(w in _FINITE for w in lowered) or lowered[-1] in FUNCTION_WORDS:
         return False
-    content = [w for w, low in zip(words, lowered) if low not in _CONNECTORS]
+    content = [w for w, low in zip(words, lowered) if low not in CONNECTORS]
     if any(not (w[:1].isupper() or w[:1].isdigit() or _marked(w)) for w in content):
         return False
+    if name in proven:
+        return True   # "Stripe", "Kestrel Logistics": a slot only names take, whatever the words
     if all(w.lower() in common or w.lower().rstrip("s") in common for w in content if not _marked(w)) \
             and not all(_marked(w) for w in content) and not any(_camel(w) for w in content):
         return False  # "Configure", "User ID": words the page writes in lower case ("TypeScript Client" names)
@@ -386,20 +409,59 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
         not any(w.lower() in common for w in content) and not is_english_word(content[0]))
 
 
+def _titled(name: str, known: frozenset[str], common: frozenset[str], speakers: frozenset[str],
+            code: frozenset[str], proven: frozenset[str]) -> bool | None:
+    """A title before a name ("Dr. Okafor", "Professor Lindqvist", "Deputy Mayor Fiona Gallagher")
+    names the person: the title takes a name, so what follows it is one when it is a name by the
+    other rules, or capitalised words that no rule of structure refuses ("Dr. Patel", though
+    "patel" is in the dictionary); None when `name` opens on no title."""
+    words = _TITLE_DOT.sub(r"\1", name).split()
+    titles = 0
+    while titles < len(words) - 1 and words[titles].lower() in _TITLES and words[titles][:1].isupper():
+        titles += 1
+    if not titles:
+        return None
+    rest = words[titles:]
+    return is_name(" ".join(rest), known, common, speakers, code, proven) or (
+        len(rest) <= 3 and all(w[:1].isupper() and w.lower() not in FUNCTION_WORDS | PRONOUNS for w in rest)
+        and not _NAME_MARKUP.search(" ".join(rest)) and not any(w in code for w in rest))
+
+
+def _incorporated(name: str) -> bool:
+    """A company's name closed by its legal form ("Acme Corp", "Bank of America Corp"): capitalised
+    words, none a function word, pronoun or verb, then the form."""
+    words = name.split()
+    if len(words) < 2 or words[-1].rstrip(".").lower() not in _LEGAL_FORMS or not words[-1][:1].isupper() \
+            or _NAME_MARKUP.search(name):
+        return False
+    return words[0][:1].isupper() and all(
+        w in CONNECTORS or w[:1].isupper() and w.lower() not in FUNCTION_WORDS | PRONOUNS | _FINITE for w in words[:-1])
+
+
 # Words in -ly that describe a thing, not how something is done ("the monthly invoice run").
 _LY_ADJECTIVES = frozenset("""hourly daily nightly weekly monthly quarterly yearly early family friendly only
 assembly supply""".split())
 
 
+def _modifier(word: str) -> bool:
+    """A capitalised or marked word before a common noun that says which one: "Kubernetes", "CI",
+    "Q4", "COBOL" (never a function word: "If the …")."""
+    return bool(re.fullmatch(r"[A-Z][\w'’-]*|[A-Z0-9][A-Z0-9-]*", word)) and word.lower() not in FUNCTION_WORDS \
+        and word.lower() not in PRONOUNS
+
+
 def is_thing(phrase: str) -> bool:
-    """A lower-case noun phrase a relation names as its end ("data validation", "the schema change"
-    once cleaned): at most four plain words, opening on no function word or pronoun, ending on no
+    """A common noun phrase a relation names as its end ("data validation", "the schema change",
+    "the Kubernetes migration" once cleaned): at most four words, the last and any other that is
+    no name or abbreviation in lower case, opening on no function word or pronoun, ending on no
     function word, holding no verb the rules know and no adverb. Its first word may look like an
     instruction: the relation's own verb came before it ("the search team")."""
     words = phrase.split()
-    if not 1 <= len(words) <= 4 or not phrase[:1].islower() or _NAME_MARKUP.search(phrase):
+    if not 1 <= len(words) <= 4 or _NAME_MARKUP.search(phrase):
         return False
-    if not all(re.fullmatch(r"[a-z0-9][a-z0-9'’-]*", w) for w in words):
+    # the head, and so the phrase, is a common noun; the words before it may be names or
+    # abbreviations that say which one ("the Kubernetes migration", "the CI pipeline", "the Q4 budget")
+    if not all(re.fullmatch(r"[a-z0-9][a-z0-9'’-]*", w) for w in words[-1:] + [w for w in words[:-1] if not _modifier(w)]):
         return False
     first, last = words[0], words[-1]
     if first in FUNCTION_WORDS or first in PRONOUNS or last in FUNCTION_WORDS or any(w in _FINITE for w in words):
@@ -418,7 +480,7 @@ def known_names(texts: list[str], speakers: frozenset[str] = frozenset()) -> tup
     texts = [_ATTRIBUTION.sub("", t) for t in texts]
     known, common = document_names(texts, english_twice=True) | speakers, common_words(texts)
     longer = {w for text in texts for name in names_in(text, known, common, speakers) if " " in name
-              for w in name.split() if w.lower() not in _CONNECTORS and not is_english_word(w)}
+              for w in name.split() if w.lower() not in CONNECTORS and not is_english_word(w)}
     return known | longer, common
 
 
@@ -491,7 +553,8 @@ def _opens_instruction(text: str, match: re.Match[str], words: list[str], known:
 
 
 def names_in(text: str, known: frozenset[str], common: frozenset[str] = frozenset(),
-             speakers: frozenset[str] = frozenset(), code: frozenset[str] = frozenset()) -> list[str]:
+             speakers: frozenset[str] = frozenset(), code: frozenset[str] = frozenset(),
+             proven: frozenset[str] = frozenset()) -> list[str]:
     """The names a text uses, in order, each once: runs of capitalised words that `is_name` accepts
     ("John's colleague Rob" → John, Rob); a run that is no name is tried without its first word
     ("Thanks Maria" → Maria)."""
@@ -511,7 +574,7 @@ def names_in(text: str, known: frozenset[str], common: frozenset[str] = frozense
     for words in runs:
         while words:
             name = clean(" ".join(words))
-            if is_name(name, known, common, speakers, code):
+            if is_name(name, known, common, speakers, code, proven):
                 if name not in found:
                     found.append(name)
                 break

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from pipeline.facts import names, personal
+from pipeline.facts import names, personal, vocabulary
 from pipeline.facts.assertion import Assertion
 from pipeline.time import timeparse, windows
 
@@ -497,23 +497,41 @@ def recurring_things(subjects: set[str], texts: list[str]) -> frozenset[str]:
     return frozenset(found)
 
 
+def proven_names(assertions: list[Assertion]) -> frozenset[str]:
+    """The capitalised ends of a document's relations that only names take
+    (`vocabulary.NAMED_SUBJECT`, `NAMED_OBJECT`): "Stripe" in "Ravi works for Stripe". The grammar
+    nominates them; `names.is_name` still decides, with its vetoes of structure (code, markup,
+    abbreviations of kinds, values), and only the test of English words is lifted."""
+    found = set()
+    for a in assertions:
+        if a.kind != "relation" or a.negated and a.change:
+            continue
+        for end, typed in ((a.subject, vocabulary.NAMED_SUBJECT), (a.object, vocabulary.NAMED_OBJECT)):
+            name = names.clean(end or "")
+            if a.predicate in typed and name and all(w[:1].isupper() or w[:1].isdigit() or w in names.CONNECTORS
+                                                     for w in name.split()):
+                found.add(name)
+    return frozenset(found)
+
+
 def named_only(assertions: list[Assertion], known: frozenset[str], common: frozenset[str],
                speakers: frozenset[str], topic: str | None = None, things: frozenset[str] = frozenset(),
-               code: frozenset[str] = frozenset()) -> list[Assertion]:
+               code: frozenset[str] = frozenset(), proven: frozenset[str] = frozenset()) -> list[Assertion]:
     """The assertions whose subjects are names (`names.is_name`), the document's topic or one of
     its recurring `things` ("the invoice system"), and whose other ends are such, or a thing the source
     names in lower case ("Priya owns data validation", `names.is_thing`): a relation to something
     that is none of these becomes an observation on its subject, an assertion about none of these
     is left out. A capitalised phrase that is no name ("Use", "If you") is never a thing."""
     def named(phrase: str) -> bool:
-        return phrase == topic or names.is_thing(phrase) or names.is_name(phrase, known, common, speakers, code)
+        return phrase == topic or names.is_thing(phrase) or names.is_name(phrase, known, common, speakers, code,
+                                                                          proven)
 
     out = []
     for a in assertions:
         if a.subject != topic and a.subject not in things and not names.is_name(a.subject, known, common, speakers,
-                                                                                  code):
+                                                                                  code, proven):
             # a clause read as the subject ("Marco needs the new invoice layout"): its opening name
-            found = names.names_in(a.subject, known, common, speakers, code)
+            found = names.names_in(a.subject, known, common, speakers, code, proven)
             if not found or not a.subject.startswith(found[0]) or a.kind != "observation":
                 continue
             a = replace(a, subject=found[0])
@@ -540,7 +558,9 @@ def version_rows(found: list[tuple[dict, list[Assertion]]], assertion_id, normal
     common = common | names.common_words([names.prose_of(whole)])
     topic = version_topic([c for c, _ in found]) if found else None
     things = recurring_things({a.subject for _, assertions in found for a in assertions}, texts)
-    found = [(c, named_only(assertions, known, common, speakers, topic, things, code)) for c, assertions in found]
+    proven = proven_names([a for _, assertions in found for a in assertions])
+    found = [(c, named_only(assertions, known, common, speakers, topic, things, code, proven))
+             for c, assertions in found]
     used = {n for _, assertions in found for a in assertions for n in (a.subject, a.object, a.ends) if n and n != "*"}
     expand = expand_first_names(used)
 
@@ -562,7 +582,7 @@ def version_rows(found: list[tuple[dict, list[Assertion]]], assertion_id, normal
     # Every name a claim uses is a mention, asserted about or not: "Gina lost their job at Door
     # Dash" names Door Dash, whatever the relation rules make of the sentence.
     named = [(claim, name) for claim, _ in found
-             for name in names.names_in(claim["claim_text"], known, common, speakers, code)]
+             for name in names.names_in(claim["claim_text"], known, common, speakers, code, proven)]
     for claim, name in named:
         mentions.setdefault((mention_key(name), name), {
             "doc_id": claim["doc_id"], "mention_key": mention_key(name), "surface": name,

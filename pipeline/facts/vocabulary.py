@@ -22,6 +22,15 @@ PACKS = {"work": WORK_PACK}
 # or underscores.
 OTHER = re.compile(r"^other:[a-z][a-z0-9_]{1,40}$")
 
+# The relations whose ends only a name takes: a person or an organisation works for an
+# organisation, lives in a place, reports to a person. A capitalised end of one of these is a name
+# though its words are English ("Ravi works for Stripe", "Priya works at Blue Harbor Bank", "Dev
+# reports to Grace Young"); "Ravi works on the Atlas platform" proves nothing.
+NAMED_SUBJECT = frozenset({"works_for", "member_of", "affiliated_with", "reports_to", "knows", "founded",
+                           "other:lives_in"})
+NAMED_OBJECT = frozenset({"works_for", "member_of", "affiliated_with", "located_in", "reports_to", "knows",
+                          "founded", "other:lives_in", "other:visits", "other:signed_with"})
+
 ONE_PER_OBJECT = frozenset({"other:leads", "other:owns"})
 ONE_PER_SUBJECT = frozenset({"reports_to", "assigned_to", "decided_by"})
 

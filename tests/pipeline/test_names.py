@@ -51,6 +51,25 @@ def test_a_name_written_mid_sentence_is_one_whatever_its_ending(name: str) -> No
     assert names.is_name(name, known, common) and not names.is_name("Seamlessly", known, common)
 
 
+@pytest.mark.parametrize("name, is_one", [
+    ("Dr. Patel", True), ("Professor Lindqvist", True), ("Deputy Mayor Fiona Gallagher", True), ("Aunt Leila", True),
+    ("Umbrella Corp", True), ("Bank of America Corp", True), ("Halvorsen & Reid LLP", True), ("Acme Inc.", True),
+    ("Dr", False), ("Professor", False), ("The Corp", False), ("Is Corp", False), ("Dr. the", False)])
+def test_a_title_before_or_a_legal_form_after_makes_the_run_a_name(name: str, is_one: bool) -> None:
+    # "patel", "umbrella" and "professor" are in the dictionary: the title or the form is the proof
+    assert judged(name, DOCS) is is_one
+
+
+def test_a_proven_name_is_one_whatever_its_words() -> None:
+    known, common = names.known_names(DOCS)
+    assert not names.is_name("Stripe", known, common) and not names.is_name("Blue Harbor Bank", known, common)
+    proven = frozenset({"Stripe", "Blue Harbor Bank", "Mem0_KEY"})
+    assert names.is_name("Stripe", known, common, proven=proven)
+    assert names.is_name("Blue Harbor Bank", known, common, proven=proven)
+    assert not names.is_name("Mem0_KEY", known, common, proven=proven)   # structure still decides
+    assert names.names_in("Stripe bills us monthly.", known, common, proven=proven) == ["Stripe"]
+
+
 def test_an_instruction_opening_a_line_is_not_a_name() -> None:
     text = "Automate the weekly report. Downscale your images with Pillow. We moved to San Francisco."
     known, common = names.known_names([text])
@@ -71,6 +90,8 @@ def test_labels_of_documentation_are_no_speakers() -> None:
 
 @pytest.mark.parametrize("phrase, thing", [
     ("data validation", True), ("billing migration", True), ("search team", True), ("payments team", True),
+    ("Kubernetes migration", True), ("CI pipeline", True), ("Q4 tooling budget", True), ("Kubernetes", False),
+    ("Voice Configuration", False), ("If the pipeline", False),
     ("about different fantasy novels", False), ("system automatically stores", False), ("it", False),
     ("values matching is", False), ("a very long noun phrase here", False)])
 def test_a_thing_a_relation_names_in_lower_case(phrase: str, thing: bool) -> None:
