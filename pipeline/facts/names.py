@@ -500,6 +500,11 @@ _NOT_PROSE = re.compile(r"`[^`\n]*`|\]\([^)\n]*\)|<[^>\n]*>|\b[a-z][a-z0-9+.-]*:
                         r"\{[^}\n]*\}")
 
 
+def sets_code(text: str) -> bool:
+    """Whether a document sets any code: a fenced block or a backtick span."""
+    return bool(_FENCED.search(text) or re.search(r"`[^`\n]+`", text))
+
+
 def code_words(text: str) -> frozenset[str]:
     """The identifiers a document sets as code: in backticks ("`AsyncMemory`"), and the CamelCase
     ones of its fenced blocks that its prose never writes ("BatchSize" in a config example). Code the
