@@ -538,6 +538,34 @@ today tomorrow yesterday""".split())
 _LOWER_WORD = re.compile(r"(?<![\w'’])[a-z][a-z'’-]*")
 
 
+# A sentence that opens on one capitalised word, then a verb in the third person (or a form of
+# "be" or "have") and a determiner: "Stripe processes the payments", "Berlin is the team's base".
+_BARE_SUBJECT = re.compile(r"(?:^|[.!?]\s+)([A-Z][a-z]+) (?:[a-z]+(?:s|ed)|is|was|has|had) "
+                           r"(?:the|a|an|our|its|their|his|her|my|your|all|every|each)\b")
+# Endings of abstract and mass nouns, which stand bare as a subject ("Security matters",
+# "Friendship is …"), where a bare singular count noun cannot: there it is a name.
+_ABSTRACT = ("tion", "sion", "ity", "ness", "ment", "ship", "dom", "ism", "ance", "ence", "hood", "ing")
+
+
+def bare_subjects(texts: list[str], common: frozenset[str]) -> frozenset[str]:
+    """English words a document uses as names by grammar: a singular noun that opens a sentence
+    with no determiner before its verb and object ("Stripe processes the payments", "Oracle hosts
+    the database") is a name, as a count noun cannot stand bare there. Not a word the document
+    also writes in lower case, a plural, a number, a day or an abstract noun ("Security matters",
+    "Documentation covers the endpoints"). Words English does not know need no such proof."""
+    found = set()
+    for text in texts:
+        for match in _BARE_SUBJECT.finditer(text):
+            word = match.group(1)
+            low = word.lower()
+            if re.search(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St)\.\s+$", text[:match.start(1)]) or low in common or low in _NOT_PROPER or low in _CALENDAR or not is_english_word(word) \
+                    or low.endswith("s") and not low.endswith("ss") \
+                    or any(low.endswith(end) and len(low) - len(end) >= 3 for end in _ABSTRACT):
+                continue
+            found.add(word)
+    return frozenset(found)
+
+
 def common_words(texts: list[str]) -> frozenset[str]:
     """The words a document writes in lower case."""
     return frozenset(w for text in texts for w in _LOWER_WORD.findall(text))

@@ -571,7 +571,7 @@ def version_rows(found: list[tuple[dict, list[Assertion]]], assertion_id, normal
     common = common | names.common_words([names.prose_of(whole)])
     topic = version_topic([c for c, _ in found]) if found else None
     things = recurring_things({a.subject for _, assertions in found for a in assertions}, texts)
-    proven = proven_names([a for _, assertions in found for a in assertions])
+    proven = proven_names([a for _, assertions in found for a in assertions]) | names.bare_subjects(texts, common)
     # Documentation of software, which sets code, says what its parts do ("the embedding model uses
     # …"): there a thing must recur to be one. 107 of the 114 mem0 pages set code; a note rarely does.
     notes = not names.sets_code(whole)

@@ -70,6 +70,16 @@ def test_a_proven_name_is_one_whatever_its_words() -> None:
     assert names.names_in("Stripe bills us monthly.", known, common, proven=proven) == ["Stripe"]
 
 
+def test_a_bare_singular_subject_is_a_name() -> None:
+    texts = ["Stripe processes the payments.", "Dr. Patel met Ravi. Oracle hosts the database.",
+             "Berlin is the team's base.", "Security matters. Documentation covers the API.",
+             "Three is the number. Friendship is a gift. Webhooks notify your server.",
+             "Storage grows with each upload. Search returns the best results."]
+    assert names.bare_subjects(texts, frozenset()) == {"Stripe", "Oracle", "Berlin"}
+    # a word the document writes in lower case is a word
+    assert names.bare_subjects(["Oracle hosts the database.", "Ask the oracle."], frozenset({"oracle"})) == set()
+
+
 def test_an_instruction_opening_a_line_is_not_a_name() -> None:
     text = "Automate the weekly report. Downscale your images with Pillow. We moved to San Francisco."
     known, common = names.known_names([text])
