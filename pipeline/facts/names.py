@@ -325,18 +325,22 @@ _ASPECT_END = frozenset({"overall", "average", "total", "mean", "median", "versi
 @functools.lru_cache(maxsize=1 << 16)
 def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset(),
             speakers: frozenset[str] = frozenset(), code: frozenset[str] = frozenset(),
-            proven: frozenset[str] = frozenset()) -> bool:
+            proven: frozenset[str] = frozenset(), documentation: bool = True) -> bool:
     """Whether `name` (a cleaned mention) may name an entity, given the words the document uses
     as names (`document_names`), the words it also writes in lower case (`common`: "Configure",
     "Privacy" are words, not names), who speaks in it, the identifiers it sets as code
     (`code_words`: "`AsyncMemory`" is a class, whatever its capitals say), and the phrases its
     grammar proves to be names (`proven`: the capitalised end of a relation that only names take,
-    "works for Stripe"), which English words in them do not undo."""
+    "works for Stripe"), which English words in them do not undo. Where nobody speaks, a
+    `documentation` page's capitalised English words are its headings' and its features'; a
+    note's, as a conversation's, are names when it writes them mid-sentence ("we fly Virgin
+    Atlantic")."""
+    headings = documentation and not speakers
     if name in speakers:
         return True
     if name in code:
         return False
-    titled = _titled(name, known, common, speakers, code, proven)
+    titled = _titled(name, known, common, speakers, code, proven, documentation)
     if titled is not None:
         return titled
     if _incorporated(name):
@@ -362,7 +366,7 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
         return False  # "Base URL", "TS SDKs": a kind of thing ("Python SDK", "AWS SDK" name one)
     if re.fullmatch(r"[YMDHhms]{1,4}(?:[-/:.T ][YMDHhms]{1,4})+", name):
         return False  # "YYYY-MM-DD": a format
-    if len(words) > 1 and not speakers and words[-1].endswith("ing") and is_english_word(words[-1].lower()):
+    if len(words) > 1 and headings and words[-1].endswith("ing") and is_english_word(words[-1].lower()):
         return False  # "Metadata Filtering", "Memory Sharing": a feature's heading, not a thing
     if len(words) > 1 and (words[-1].lower() in _ASPECT_END or words[-1].lower() in _CREDENTIAL_END
                            and any(w.lower() in _CREDENTIAL_OPENER for w in words[:-1])):
@@ -396,7 +400,7 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
     if all(w.lower() in common or w.lower().rstrip("s") in common for w in content if not _marked(w)) \
             and not all(_marked(w) for w in content) and not any(_camel(w) for w in content):
         return False  # "Configure", "User ID": words the page writes in lower case ("TypeScript Client" names)
-    if not speakers and all(is_english_word(w) and not _marked(w) for w in content):
+    if headings and all(is_english_word(w) and not _marked(w) for w in content):
         return False  # documentation's "Documentation", "Voice Configuration": words of a heading
     if name in known:
         return True
@@ -410,7 +414,7 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
 
 
 def _titled(name: str, known: frozenset[str], common: frozenset[str], speakers: frozenset[str],
-            code: frozenset[str], proven: frozenset[str]) -> bool | None:
+            code: frozenset[str], proven: frozenset[str], documentation: bool) -> bool | None:
     """A title before a name ("Dr. Okafor", "Professor Lindqvist", "Deputy Mayor Fiona Gallagher")
     names the person: the title takes a name, so what follows it is one when it is a name by the
     other rules, or capitalised words that no rule of structure refuses ("Dr. Patel", though
@@ -422,7 +426,7 @@ def _titled(name: str, known: frozenset[str], common: frozenset[str], speakers: 
     if not titles:
         return None
     rest = words[titles:]
-    return is_name(" ".join(rest), known, common, speakers, code, proven) or (
+    return is_name(" ".join(rest), known, common, speakers, code, proven, documentation) or (
         len(rest) <= 3 and all(w[:1].isupper() and w.lower() not in FUNCTION_WORDS | PRONOUNS for w in rest)
         and not _NAME_MARKUP.search(" ".join(rest)) and not any(w in code for w in rest))
 
@@ -472,14 +476,18 @@ def is_thing(phrase: str) -> bool:
 _ATTRIBUTION = re.compile(r"^[A-Z][\w'’-]*(?: [A-Z][\w'’-]*)? said that ")
 
 
-def known_names(texts: list[str], speakers: frozenset[str] = frozenset()) -> tuple[frozenset[str], frozenset[str]]:
+def known_names(texts: list[str], speakers: frozenset[str] = frozenset(),
+                documentation: bool = True) -> tuple[frozenset[str], frozenset[str]]:
     """(the words a document uses as names, the words it writes in lower case): `document_names`,
     the speakers, and every word of a longer name it uses ("Dana Kim" makes a lone "Dana" a name)."""
     # "Maria said that Lucky John ..." puts the reported sentence's first word mid-sentence: it is
     # read as the sentence's opening, which proves nothing
     texts = [_ATTRIBUTION.sub("", t) for t in texts]
-    known, common = document_names(texts, english_twice=True) | speakers, common_words(texts)
-    longer = {w for text in texts for name in names_in(text, known, common, speakers) if " " in name
+    # a page of documentation capitalises its headings' words in lists of links ("the Process"):
+    # there an English word must be written as a name twice
+    known, common = document_names(texts, english_twice=documentation) | speakers, common_words(texts)
+    longer = {w for text in texts for name in names_in(text, known, common, speakers, documentation=documentation)
+              if " " in name
               for w in name.split() if w.lower() not in CONNECTORS and not is_english_word(w)}
     return known | longer, common
 
@@ -587,7 +595,7 @@ def _opens_instruction(text: str, match: re.Match[str], words: list[str], known:
 
 def names_in(text: str, known: frozenset[str], common: frozenset[str] = frozenset(),
              speakers: frozenset[str] = frozenset(), code: frozenset[str] = frozenset(),
-             proven: frozenset[str] = frozenset()) -> list[str]:
+             proven: frozenset[str] = frozenset(), documentation: bool = True) -> list[str]:
     """The names a text uses, in order, each once: runs of capitalised words that `is_name` accepts
     ("John's colleague Rob" → John, Rob); a run that is no name is tried without its first word
     ("Thanks Maria" → Maria)."""
@@ -607,7 +615,7 @@ def names_in(text: str, known: frozenset[str], common: frozenset[str] = frozense
     for words in runs:
         while words:
             name = clean(" ".join(words))
-            if is_name(name, known, common, speakers, code, proven):
+            if is_name(name, known, common, speakers, code, proven, documentation):
                 if name not in found:
                     found.append(name)
                 break

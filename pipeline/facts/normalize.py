@@ -527,7 +527,7 @@ def related_things(text: str, assertions: list[Assertion]) -> frozenset[str]:
 def named_only(assertions: list[Assertion], known: frozenset[str], common: frozenset[str],
                speakers: frozenset[str], topic: str | None = None, things: frozenset[str] = frozenset(),
                code: frozenset[str] = frozenset(), proven: frozenset[str] = frozenset(),
-               relating: frozenset[str] = frozenset()) -> list[Assertion]:
+               relating: frozenset[str] = frozenset(), documentation: bool = True) -> list[Assertion]:
     """The assertions whose subjects are names (`names.is_name`), the document's topic or one of
     its recurring `things` ("the invoice system"), and whose other ends are such, or a thing the source
     names in lower case ("Priya owns data validation", `names.is_thing`): a relation to something
@@ -536,15 +536,15 @@ def named_only(assertions: list[Assertion], known: frozenset[str], common: froze
     other end is named. A capitalised phrase that is no name ("Use", "If you") is never a thing."""
     def named(phrase: str) -> bool:
         return phrase == topic or names.is_thing(phrase) or names.is_name(phrase, known, common, speakers, code,
-                                                                          proven)
+                                                                          proven, documentation)
 
     out = []
     for a in assertions:
         relates = a.kind == "relation" and a.subject in relating and named(a.object or "")
         if a.subject != topic and a.subject not in things and not relates \
-                and not names.is_name(a.subject, known, common, speakers, code, proven):
+                and not names.is_name(a.subject, known, common, speakers, code, proven, documentation):
             # a clause read as the subject ("Marco needs the new invoice layout"): its opening name
-            found = names.names_in(a.subject, known, common, speakers, code, proven)
+            found = names.names_in(a.subject, known, common, speakers, code, proven, documentation)
             if not found or not a.subject.startswith(found[0]) or a.kind != "observation":
                 continue
             a = replace(a, subject=found[0])
@@ -563,20 +563,22 @@ def version_rows(found: list[tuple[dict, list[Assertion]]], assertion_id, normal
     that an entity is a word the document uses as a name (or one who speaks in it)."""
     texts = [c["claim_text"] for c, _ in found if not _FIELD_ROW.match(c["claim_text"])]
     speakers = names.speakers_in(found[0][0].get("opening") if found else None)
-    known, common = names.known_names(texts, speakers)
     # The whole text, when the store gives it: the code it sets is no name, and a word its prose
     # writes in lower case ("embeddings", "user id") is a word, though no claim was made of it.
     whole = (found[0][0].get("version_text") or "") if found else ""
+    # Documentation of software sets code, and capitalises its headings' and features' words; it
+    # says what its parts do ("the embedding model uses …"), so there a thing must recur to be one.
+    # 107 of the 114 mem0 pages set code; a note rarely does.
+    documentation = names.sets_code(whole)
+    known, common = names.known_names(texts, speakers, documentation)
     code = names.code_words(whole)
     common = common | names.common_words([names.prose_of(whole)])
     topic = version_topic([c for c, _ in found]) if found else None
     things = recurring_things({a.subject for _, assertions in found for a in assertions}, texts)
     proven = proven_names([a for _, assertions in found for a in assertions]) | names.bare_subjects(texts, common)
-    # Documentation of software, which sets code, says what its parts do ("the embedding model uses
-    # …"): there a thing must recur to be one. 107 of the 114 mem0 pages set code; a note rarely does.
-    notes = not names.sets_code(whole)
     found = [(c, named_only(assertions, known, common, speakers, topic, things, code, proven,
-                            related_things(c["claim_text"], assertions) if notes else frozenset()))
+                            frozenset() if documentation else related_things(c["claim_text"], assertions),
+                            documentation))
              for c, assertions in found]
     used = {n for _, assertions in found for a in assertions for n in (a.subject, a.object, a.ends) if n and n != "*"}
     expand = expand_first_names(used)
@@ -599,7 +601,7 @@ def version_rows(found: list[tuple[dict, list[Assertion]]], assertion_id, normal
     # Every name a claim uses is a mention, asserted about or not: "Gina lost their job at Door
     # Dash" names Door Dash, whatever the relation rules make of the sentence.
     named = [(claim, name) for claim, _ in found
-             for name in names.names_in(claim["claim_text"], known, common, speakers, code, proven)]
+             for name in names.names_in(claim["claim_text"], known, common, speakers, code, proven, documentation)]
     for claim, name in named:
         mentions.setdefault((mention_key(name), name), {
             "doc_id": claim["doc_id"], "mention_key": mention_key(name), "surface": name,
