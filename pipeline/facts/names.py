@@ -160,14 +160,16 @@ CONNECTORS = frozenset({"of", "and", "&", "de", "du", "da", "la", "le", "von", "
 _NAME_MARKUP = re.compile(r"[`<>{}\[\]()$=|\\#@*~^\":/]|\w[_.]\w")
 # A word of a name: a dot only inside it ("Node.js"), never one that ends a sentence.
 _NAME_WORD = r"[\w'’&-]*(?:\.[\w'’&-]+)*"
-_MID_SENTENCE_CAPITAL = re.compile(rf"(?<=[a-z)] )[A-Z]{_NAME_WORD}(?:[ \t]+[A-Z]{_NAME_WORD})*")
+# A run of capitalised words after a word in lower case (or a bracket): "moved to San Francisco".
+# Not after a capitalised word: in "Seamless Integration:" the second word is a label's, not a name.
+_MID_SENTENCE_CAPITAL = re.compile(rf"(?:(?<![\w'’])[a-z][\w'’-]*|\)) ([A-Z]{_NAME_WORD}(?:[ \t]+[A-Z]{_NAME_WORD})*)")
 
 
 def document_names(texts: list[str], *, english_twice: bool = False) -> frozenset[str]:
     """Words a document writes capitalised after a lower-case word (each word of such a run, and
     the run itself): the words it uses as names. With `english_twice`, an English word counts only when the document
     writes it so twice: one "the Process" in a list of links is a heading's word, not a name."""
-    runs = [m.group() for text in texts for m in _MID_SENTENCE_CAPITAL.finditer(text)]
+    runs = [m.group(1) for text in texts for m in _MID_SENTENCE_CAPITAL.finditer(text)]
     found = Counter(word.rstrip(".'’").removesuffix("'s").removesuffix("’s") for run in runs for word in run.split())
     whole = {clean(run) for run in runs if " " in run.strip()}   # "San Francisco" is known as itself
     return frozenset(w for w, n in found.items() if not english_twice or n >= 2 or not is_english_word(w)) | whole
@@ -508,9 +510,15 @@ _NOT_PROSE = re.compile(r"`[^`\n]*`|\]\([^)\n]*\)|<[^>\n]*>|\b[a-z][a-z0-9+.-]*:
                         r"\{[^}\n]*\}")
 
 
-def sets_code(text: str) -> bool:
-    """Whether a document sets any code: a fenced block or a backtick span."""
-    return bool(_FENCED.search(text) or re.search(r"`[^`\n]+`", text))
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?:[\w-]+:.*\n)+---[ \t]*(?:\n|\Z)")
+
+
+def is_documentation(text: str) -> bool:
+    """Whether a document reads as a page of documentation: it sets code (a fenced block or a
+    backtick span), or opens on a front matter block of fields, as the pages of a documentation
+    site do. Such a page capitalises its headings', labels' and features' words, and says what the
+    parts of its software do."""
+    return bool(_FENCED.search(text) or re.search(r"`[^`\n]+`", text) or _FRONT_MATTER.match(text))
 
 
 def code_words(text: str) -> frozenset[str]:

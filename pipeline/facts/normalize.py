@@ -566,10 +566,11 @@ def version_rows(found: list[tuple[dict, list[Assertion]]], assertion_id, normal
     # The whole text, when the store gives it: the code it sets is no name, and a word its prose
     # writes in lower case ("embeddings", "user id") is a word, though no claim was made of it.
     whole = (found[0][0].get("version_text") or "") if found else ""
-    # Documentation of software sets code, and capitalises its headings' and features' words; it
-    # says what its parts do ("the embedding model uses …"), so there a thing must recur to be one.
-    # 107 of the 114 mem0 pages set code; a note rarely does.
-    documentation = names.sets_code(whole)
+    # A page of documentation capitalises its headings' and features' words, and says what the
+    # parts of its software do ("the embedding model uses …"): there a capitalised English word
+    # needs more proof, and a thing must recur to be one. All 114 mem0 pages read so (107 set
+    # code, the rest open on front matter); a note or a conversation rarely does.
+    documentation = names.is_documentation(whole)
     known, common = names.known_names(texts, speakers, documentation)
     code = names.code_words(whole)
     common = common | names.common_words([names.prose_of(whole)])

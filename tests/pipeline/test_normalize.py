@@ -66,6 +66,11 @@ def test_a_note_names_what_it_capitalises_mid_sentence_where_documentation_heads
         assert {m["surface"] for m in mentions} == expected
 
 
+def test_a_page_that_opens_on_front_matter_is_documentation():
+    assert names.is_documentation('---\ntitle: "Raycast Extension"\ndescription: "Mem0 for Raycast"\n---\n\nMem0 is …')
+    assert not names.is_documentation("# Billing migration kickoff\n\nDate: 15 January 2026\n\n---\n")
+
+
 def test_in_documentation_that_sets_code_a_thing_must_recur():
     text = "The embedding model uses Ollama."
     for page, expected in ((text, [("relation", "embedding model", "uses", "ollama")]),
