@@ -156,13 +156,14 @@ _FINITE = frozenset("""is are was were be been being has have had do does did ca
 may might must shall isn't aren't wasn't weren't doesn't don't didn't can't won't""".split())
 # Words that may stand lower-case inside a name ("Bank of America", "Tour de France").
 CONNECTORS = frozenset({"of", "and", "&", "de", "du", "da", "la", "le", "von", "van", "der", "the", "for", "on",
-                         "in", "y", "e", "di", "del"})
+                        "in", "y", "e", "di", "del"})
 _NAME_MARKUP = re.compile(r"[`<>{}\[\]()$=|\\#@*~^\":/]|\w[_.]\w")
 # A word of a name: a dot only inside it ("Node.js"), never one that ends a sentence.
 _NAME_WORD = r"[\w'’&-]*(?:\.[\w'’&-]+)*"
 # A run of capitalised words after a word in lower case (or a bracket): "moved to San Francisco".
 # Not after a capitalised word: in "Seamless Integration:" the second word is a label's, not a name.
-_MID_SENTENCE_CAPITAL = re.compile(rf"(?:(?<![\w'’])[a-z][\w'’-]*|\)) ([A-Z]{_NAME_WORD}(?:[ \t]+[A-Z]{_NAME_WORD})*)")
+_MID_SENTENCE_CAPITAL = re.compile(rf"(?:(?<![\w'’])[a-z][\w'’-]*|\)) "
+                                   rf"([A-Z]{_NAME_WORD}(?:[ \t]+[A-Z]{_NAME_WORD})*)")
 
 
 def document_names(texts: list[str], *, english_twice: bool = False) -> frozenset[str]:
@@ -276,6 +277,7 @@ president governor minister chancellor captain coach officer detective sergeant 
 sister brother pastor rabbi imam reverend aunt auntie uncle grandma grandpa cousin lady lord dame king queen
 prince princess""".split())
 _TITLE_DOT = re.compile(r"\b(Dr|Mr|Mrs|Ms|Mx|Prof|St|Jr|Sr)\.(?=\s)")
+_ENDS_ON_TITLE = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St)\.\s+$")
 # Legal forms that close a company's name ("Umbrella Corp", "Kestrel Freight Ltd", "Halvorsen &
 # Reid LLP"): the words before one are the company's name, English or not.
 _LEGAL_FORMS = frozenset("""corp corporation inc incorporated ltd limited llc llp plc gmbh ag sa as asa bv nv
@@ -467,7 +469,8 @@ def is_thing(phrase: str) -> bool:
         return False
     # the head, and so the phrase, is a common noun; the words before it may be names or
     # abbreviations that say which one ("the Kubernetes migration", "the CI pipeline", "the Q4 budget")
-    if not all(re.fullmatch(r"[a-z0-9][a-z0-9'’-]*", w) for w in words[-1:] + [w for w in words[:-1] if not _modifier(w)]):
+    plain = words[-1:] + [w for w in words[:-1] if not _modifier(w)]
+    if not all(re.fullmatch(r"[a-z0-9][a-z0-9'’-]*", w) for w in plain):
         return False
     first, last = words[0], words[-1]
     if first in FUNCTION_WORDS or first in PRONOUNS or last in FUNCTION_WORDS or any(w in _FINITE for w in words):
@@ -574,7 +577,9 @@ def bare_subjects(texts: list[str], common: frozenset[str]) -> frozenset[str]:
         for match in _BARE_SUBJECT.finditer(text):
             word = match.group(1)
             low = word.lower()
-            if re.search(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St)\.\s+$", text[:match.start(1)]) or low in common or low in _NOT_PROPER or low in _CALENDAR or not is_english_word(word) \
+            if _ENDS_ON_TITLE.search(text[:match.start(1)]):
+                continue   # "Dr. Patel heads …": the dot is the title's, and Patel its name
+            if low in common or low in _NOT_PROPER or low in _CALENDAR or not is_english_word(word) \
                     or low.endswith("s") and not low.endswith("ss") \
                     or any(low.endswith(end) and len(low) - len(end) >= 3 for end in _ABSTRACT):
                 continue

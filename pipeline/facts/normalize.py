@@ -504,7 +504,7 @@ def proven_names(assertions: list[Assertion]) -> frozenset[str]:
     abbreviations of kinds, values), and only the test of English words is lifted."""
     found = set()
     for a in assertions:
-        if a.kind != "relation" or a.negated and a.change:
+        if a.kind != "relation":
             continue
         for end, typed in ((a.subject, vocabulary.NAMED_SUBJECT), (a.object, vocabulary.NAMED_OBJECT)):
             name = names.clean(end or "")
@@ -602,7 +602,8 @@ def version_rows(found: list[tuple[dict, list[Assertion]]], assertion_id, normal
     # Every name a claim uses is a mention, asserted about or not: "Gina lost their job at Door
     # Dash" names Door Dash, whatever the relation rules make of the sentence.
     named = [(claim, name) for claim, _ in found
-             for name in names.names_in(claim["claim_text"], known, common, speakers, code, proven, documentation)]
+             for name in names.names_in(claim["claim_text"], known, common, speakers, code, proven,
+                                        documentation)]
     for claim, name in named:
         mentions.setdefault((mention_key(name), name), {
             "doc_id": claim["doc_id"], "mention_key": mention_key(name), "surface": name,
