@@ -160,10 +160,11 @@ CONNECTORS = frozenset({"of", "and", "&", "de", "du", "da", "la", "le", "von", "
 _NAME_MARKUP = re.compile(r"[`<>{}\[\]()$=|\\#@*~^\":/]|\w[_.]\w")
 # A word of a name: a dot only inside it ("Node.js"), never one that ends a sentence.
 _NAME_WORD = r"[\w'’&-]*(?:\.[\w'’&-]+)*"
-# A run of capitalised words after a word in lower case (or a bracket): "moved to San Francisco".
-# Not after a capitalised word: in "Seamless Integration:" the second word is a label's, not a name.
-_MID_SENTENCE_CAPITAL = re.compile(rf"(?:(?<![\w'’])[a-z][\w'’-]*|\)) "
-                                   rf"([A-Z]{_NAME_WORD}(?:[ \t]+[A-Z]{_NAME_WORD})*)")
+# A run of capitalised words after a word in lower case, a determiner or a bracket: "moved to San
+# Francisco", "The Tessaly launch". Not after another capitalised word: in "Seamless Integration:"
+# the second word is a label's, not a name.
+_MID_SENTENCE_CAPITAL = re.compile(rf"(?:(?<![\w'’])(?:[a-z][\w'’-]*|(?:The|A|An|Our|Their|Its|This|That|These|"
+                                   rf"Those|His|Her|My|Your))|\)) ([A-Z]{_NAME_WORD}(?:[ \t]+[A-Z]{_NAME_WORD})*)")
 
 
 def document_names(texts: list[str], *, english_twice: bool = False) -> frozenset[str]:
@@ -404,8 +405,8 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
     if all(w.lower() in common or w.lower().rstrip("s") in common for w in content if not _marked(w)) \
             and not all(_marked(w) for w in content) and not any(_camel(w) for w in content):
         return False  # "Configure", "User ID": words the page writes in lower case ("TypeScript Client" names)
-    if headings and all(is_english_word(w) and not _marked(w) for w in content):
-        return False  # documentation's "Documentation", "Voice Configuration": words of a heading
+    if headings and all(is_english_word(w) and not _marked(w) or w.lower() in PROGRAMMING_WORDS for w in content):
+        return False  # documentation's "Documentation", "Voice Configuration", "Webhook Health": a heading's words
     if name in known:
         return True
     if len(content) > 1 and is_english_word(content[0]) and not _marked(content[0]) and content[0] not in known:
