@@ -163,8 +163,9 @@ _NAME_WORD = r"[\w'’&-]*(?:\.[\w'’&-]+)*"
 # A run of capitalised words after a word in lower case, a determiner or a bracket: "moved to San
 # Francisco", "The Tessaly launch". Not after another capitalised word: in "Seamless Integration:"
 # the second word is a label's, not a name.
-_MID_SENTENCE_CAPITAL = re.compile(rf"(?:(?<![\w'’])(?:[a-z][\w'’-]*|(?:The|A|An|Our|Their|Its|This|That|These|"
-                                   rf"Those|His|Her|My|Your))|\)) ([A-Z]{_NAME_WORD}(?:[ \t]+[A-Z]{_NAME_WORD})*)")
+_OPENING_DETERMINER = "|".join(sorted(w.capitalize() for w in DETERMINERS))
+_MID_SENTENCE_CAPITAL = re.compile(rf"(?:(?<![\w'’])(?:[a-z][\w'’-]*|{_OPENING_DETERMINER})|\)) "
+                                   rf"([A-Z]{_NAME_WORD}(?:[ \t]+[A-Z]{_NAME_WORD})*)")
 
 
 def document_names(texts: list[str], *, english_twice: bool = False) -> frozenset[str]:
@@ -277,8 +278,9 @@ _TITLES = _HONORIFICS | frozenset("""professor doctor councillor councilor senat
 president governor minister chancellor captain coach officer detective sergeant inspector nurse father
 sister brother pastor rabbi imam reverend aunt auntie uncle grandma grandpa cousin lady lord dame king queen
 prince princess""".split())
-_TITLE_DOT = re.compile(r"\b(Dr|Mr|Mrs|Ms|Mx|Prof|St|Jr|Sr)\.(?=\s)")
-_ENDS_ON_TITLE = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St)\.\s+$")
+_ABBREVIATED_TITLES = "Dr|Mr|Mrs|Ms|Mx|Prof|St"
+_TITLE_DOT = re.compile(rf"\b({_ABBREVIATED_TITLES}|Jr|Sr)\.(?=\s)")
+_ENDS_ON_TITLE = re.compile(rf"\b(?:{_ABBREVIATED_TITLES})\.\s+$")
 # Legal forms that close a company's name ("Umbrella Corp", "Kestrel Freight Ltd", "Halvorsen &
 # Reid LLP"): the words before one are the company's name, English or not.
 _LEGAL_FORMS = frozenset("""corp corporation inc incorporated ltd limited llc llp plc gmbh ag sa as asa bv nv
