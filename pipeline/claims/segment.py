@@ -330,7 +330,7 @@ def _opened(markdown: str, kind: str, start: int, end: int, line_start: int) -> 
     """The unit a line opens at `start`: a turn when a speaker prefix is there, a label line when
     a known label is, else a unit of `kind` ("text" means: no new unit of its own)."""
     turn = _TURN.match(markdown, start, end)
-    if turn is not None:
+    if turn is not None and not _item_label(markdown, kind, turn):
         speaker = turn.group("bold_in") or turn.group("bold_out") or turn.group("plain") or turn.group("role")
         if _is_speaker(speaker) and _takes_turns(markdown, speaker, marked=turn.group("meta") is not None,
                                                  role=turn.group("role") is not None):
@@ -342,6 +342,21 @@ def _opened(markdown: str, kind: str, start: int, end: int, line_start: int) -> 
         header_line = label.group("label").strip().lower() in HEADER_LABELS
         return _Unit("label", start, end, line_start, continues=not header_line)
     return _Unit(kind, start, end, line_start)
+
+
+def _item_label(markdown: str, kind: str, turn: re.Match[str]) -> bool:
+    """A bold label that opens a list item of documentation ("5. **Multi-Agent Support**: A single
+    service ...", "- **Restore Config**: Uncomment ...") names the item's feature or step: no one
+    speaks in a page's lists, however its words read. Behind a turn marker it still opens a turn."""
+    return kind == "item" and turn.group("meta") is None and (turn.group("bold_in") or turn.group("bold_out")) \
+        is not None and _documentation(markdown)
+
+
+@lru_cache(maxsize=8)   # asked for each line of the same document
+def _documentation(markdown: str) -> bool:
+    from pipeline.facts.names import is_documentation
+
+    return is_documentation(markdown)
 
 
 def _takes_turns(markdown: str, speaker: str, *, marked: bool, role: bool,

@@ -164,7 +164,7 @@ _NAME_WORD = r"[\w'’&-]*(?:\.[\w'’&-]+)*"
 # Francisco", "The Tessaly launch". Not after another capitalised word: in "Seamless Integration:"
 # the second word is a label's, not a name.
 _OPENING_DETERMINER = "|".join(sorted(w.capitalize() for w in DETERMINERS))
-_MID_SENTENCE_CAPITAL = re.compile(rf"(?:(?<![\w'’])(?:[a-z][\w'’-]*|{_OPENING_DETERMINER})|\)) "
+_MID_SENTENCE_CAPITAL = re.compile(rf"(?:(?<![\w'’])(?:[a-z][\w'’-]*|{_OPENING_DETERMINER})|[),]) [*_\"“‘]*"
                                    rf"([A-Z]{_NAME_WORD}(?:[ \t]+[A-Z]{_NAME_WORD})*)")
 
 
@@ -345,7 +345,7 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
     headings = documentation and not speakers
     if name in speakers:
         return True
-    if name in code:
+    if _set_as_code(name, code):
         return False
     titled = _titled(name, known, common, speakers, code, proven, documentation)
     if titled is not None:
@@ -357,12 +357,14 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
     if not words or len(words) > 6 or name.startswith("-") or _NAME_MARKUP.search(name) or "_" in name \
             or re.search(r"\.\s|,|n['’]t\b", name):
         return False
+    if any(_POSSESSIVE.search(w) for w in words[:-1]):
+        return False  # "Google's Gemini", "Mem0's Python SDK": an owner and its thing, two names (`names_in`)
     if words[0].lower() in INTERJECTIONS:
         return False  # "OK", "Hey Jo", "Wow": talk, and the name after it is tried alone
     if len(words) == 1 and (re.sub(r"['’]?s$", "", name).lower() in GENERIC_ABBREVIATIONS
                             or re.fullmatch(r"[A-Z]{2,}['’]?s", name) or name.lower() in PROGRAMMING_WORDS):
         return False  # "AI", "LLMs", "JWTs", "Async": a kind of thing
-    if any(_CODE_HUMP.search(w) or _CODE_VERB_HUMP.match(w) or w in code for w in words) or (
+    if any(_CODE_HUMP.search(w) or _CODE_VERB_HUMP.match(w) or _set_as_code(w, code) for w in words) or (
             len(words) == 1 and _HEADER.fullmatch(name)):
         return False  # "ValueError", "ADK BaseMemoryService", "GetMemories", "Retry-After": code, or a header
     if len(words) == 1 and re.fullmatch(r"[A-Z]{2,}(?:ed|ing|['’]d)", name):
@@ -420,6 +422,16 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
         not any(w.lower() in common for w in content) and not is_english_word(content[0]))
 
 
+_POSSESSIVE = re.compile(r"['’]s$")
+
+
+def _set_as_code(word: str, code: frozenset[str]) -> bool:
+    """Whether the document sets `word` as code, also where a claim opens on a camel-case
+    identifier and capitalised it ("`batchSize` and ..." reads "BatchSize and ..."; `zod`, a
+    package, leaves "Zod" a name)."""
+    return word in code or any(c.isupper() for c in word[1:]) and word[:1].lower() + word[1:] in code
+
+
 def _titled(name: str, known: frozenset[str], common: frozenset[str], speakers: frozenset[str],
             code: frozenset[str], proven: frozenset[str], documentation: bool) -> bool | None:
     """A title before a name ("Dr. Okafor", "Professor Lindqvist", "Deputy Mayor Fiona Gallagher")
@@ -435,7 +447,7 @@ def _titled(name: str, known: frozenset[str], common: frozenset[str], speakers: 
     rest = words[titles:]
     return is_name(" ".join(rest), known, common, speakers, code, proven, documentation) or (
         len(rest) <= 3 and all(w[:1].isupper() and w.lower() not in FUNCTION_WORDS | PRONOUNS for w in rest)
-        and not _NAME_MARKUP.search(" ".join(rest)) and not any(w in code for w in rest))
+        and not _NAME_MARKUP.search(" ".join(rest)) and not any(_set_as_code(w, code) for w in rest))
 
 
 def _incorporated(name: str) -> bool:
@@ -507,13 +519,13 @@ _IDENTIFIER = re.compile(r"(?<![\w.])[A-Za-z_][A-Za-z0-9_]*[a-z0-9][A-Z][A-Za-z0
 
 def prose_of(text: str) -> str:
     """The text without its code, links' targets, addresses and tags: fenced blocks, backtick
-    spans, `](…)`, URLs, paths and HTML tags taken out ("gemini" in a link's address is no word
-    the page writes)."""
+    spans, `](…)`, URLs, host names, paths and HTML tags taken out ("gemini" in a link's address,
+    "cursor" in "cursor.com", are no words the page writes)."""
     return _NOT_PROSE.sub(" ", _FENCED.sub("\n", text))
 
 
 _NOT_PROSE = re.compile(r"`[^`\n]*`|\]\([^)\n]*\)|<[^>\n]*>|\b[a-z][a-z0-9+.-]*://\S+|\S*[/\\._]\S*[/\\._]\S*|"
-                        r"\{[^}\n]*\}")
+                        r"\{[^}\n]*\}|\b[a-z][\w-]*\.[a-z]{2,}\b")   # and host names: "cursor.com" is no word
 
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?:[\w-]+:.*\n)+---[ \t]*(?:\n|\Z)")
@@ -534,8 +546,9 @@ def code_words(text: str) -> frozenset[str]:
     regular expressions, not a Markdown parse, since only these two marks are read."""
     fenced = {w for block in _FENCED.finditer(text) for w in _IDENTIFIER.findall(block.group(2))}
     # a block's identifier that the prose also writes unmarked is a name the code happens to use
-    # ("OpenAI" in prose and `client = OpenAI()` in an example)
-    return frozenset(set(_CODE_SPAN.findall(text)) | (fenced - set(re.findall(r"[\w.]+", prose_of(text)))))
+    # ("OpenAI" in prose and `client = OpenAI()` in an example; "ElizaOS" and github.com/elizaOS)
+    prose = set(re.findall(r"[\w.]+", prose_of(text)))
+    return frozenset(set(_CODE_SPAN.findall(text)) | (fenced - prose - {w[:1].lower() + w[1:] for w in prose}))
 
 
 _PARTICIPANTS_LINE = re.compile(r"^\W*(?:participants|attendees|present)\W*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
@@ -590,9 +603,35 @@ def bare_subjects(texts: list[str], common: frozenset[str]) -> frozenset[str]:
     return frozenset(found)
 
 
+# A list of capitalised items ("Claude Code, Cursor, and Codex", "OpenAI, Anthropic, Google, Groq"):
+# an item is one to three capitalised words; items are parted by commas, "and", "or".
+_ITEM = rf"[A-Z]{_NAME_WORD}(?: [A-Z0-9]{_NAME_WORD}){{0,2}}"
+_LIST = re.compile(rf"(?<![\w'’]){_ITEM}(?:(?:, (?:and |or )?| and | or ){_ITEM})+(?![\w'’])")
+_LIST_SEPARATOR = re.compile(r", (?:and |or )?| and | or ")
+
+
+def coordinated(texts: list[str], accepted) -> frozenset[str]:
+    """Items of a list that names things of one kind: in a list of three or more capitalised
+    items, two of which `accepted` takes for names without this rule, every other item that is
+    capitalised words is a name too ("Claude Code, Cursor, and Codex": a list of names lists
+    names, whatever the dictionary says of "Cursor"). A list of features ("Add, Search, and
+    Delete") holds no name to vouch for the rest."""
+    found = set()
+    for text in texts:
+        for match in _LIST.finditer(text):
+            items = [clean(i) for i in _LIST_SEPARATOR.split(match.group())]
+            if len(items) < 3:
+                continue
+            named = [i for i in items if accepted(i)]
+            if len(named) >= 2:
+                found.update(i for i in items if i not in named and i.split()[0].lower() not in _NOT_PROPER)
+    return frozenset(found)
+
+
 def common_words(texts: list[str]) -> frozenset[str]:
-    """The words a document writes in lower case."""
-    return frozenset(w for text in texts for w in _LOWER_WORD.findall(text))
+    """The words a document's prose writes in lower case (`prose_of`: not "cursor" of a link to
+    cursor.com)."""
+    return frozenset(w for text in texts for w in _LOWER_WORD.findall(prose_of(text)))
 
 
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*(?:[-*+]|\d+\.)?\s*)$")
@@ -609,6 +648,9 @@ def _opens_instruction(text: str, match: re.Match[str], words: list[str], known:
             and bool(_SENTENCE_START.search(text[:match.start()])) and bool(_OBJECT_START.match(text[match.end():])))
 
 
+_LINK_TEXT_END = re.compile(r"[^\[\]\n]*\]\(")
+
+
 def names_in(text: str, known: frozenset[str], common: frozenset[str] = frozenset(),
              speakers: frozenset[str] = frozenset(), code: frozenset[str] = frozenset(),
              proven: frozenset[str] = frozenset(), documentation: bool = True) -> list[str]:
@@ -623,10 +665,22 @@ def names_in(text: str, known: frozenset[str], common: frozenset[str] = frozense
         words = match.group().rstrip(".,;:!?").split()
         if _opens_instruction(text, match, words, known):
             words = words[1:]
-        # two speakers side by side ("tell Maria John started") are two names
+        if documentation and _LINK_TEXT_END.match(text, match.end()) and "[" in text[:match.start()]:
+            # a link's text titles the page it leads to: "[Deepgram Documentation](…)" names
+            # Deepgram, "[Self-Hosted Setup](…)" nothing; an image's describes it ("![Mem0 Dify
+            # Integration](…)")
+            image = text.rfind("[", 0, match.start()) > 0 and text[text.rfind("[", 0, match.start()) - 1] == "!"
+            while words and (image or is_english_word(words[-1])
+                             and not any(_marked(part) for part in words[-1].split("-"))):
+                words = words[:-1]
+        # two speakers side by side ("tell Maria John started") are two names, as are an owner
+        # and what it owns ("Google's Gemini")
         if len(words) > 1 and sum(w in speakers for w in words) > 1:
             runs += [[w] for w in words]
         else:
+            while (cut := next((i + 1 for i, w in enumerate(words[:-1]) if _POSSESSIVE.search(w)), None)) is not None:
+                runs.append(words[:cut])
+                words = words[cut:]
             runs.append(words)
     for words in runs:
         while words:

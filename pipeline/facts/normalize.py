@@ -573,10 +573,12 @@ def version_rows(found: list[tuple[dict, list[Assertion]]], assertion_id, normal
     documentation = names.is_documentation(whole)
     known, common = names.known_names(texts, speakers, documentation)
     code = names.code_words(whole)
-    common = common | names.common_words([names.prose_of(whole)])
+    common = common | names.common_words([whole])
     topic = version_topic([c for c, _ in found]) if found else None
     things = recurring_things({a.subject for _, assertions in found for a in assertions}, texts)
     proven = proven_names([a for _, assertions in found for a in assertions]) | names.bare_subjects(texts, common)
+    proven |= names.coordinated(texts, lambda item: names.is_name(item, known, common, speakers, code, proven,
+                                                                   documentation))
     found = [(c, named_only(assertions, known, common, speakers, topic, things, code, proven,
                             frozenset() if documentation else related_things(c["claim_text"], assertions),
                             documentation))
