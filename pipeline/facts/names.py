@@ -254,6 +254,25 @@ def _stems(word: str) -> list[str]:
     return stems
 
 
+# Prefixes English makes verbs and nouns of words with ("uncomment", "deduplicate", "rerun").
+_PREFIXES = ("un", "de", "re", "pre", "dis", "mis", "non", "sub", "co")
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def is_english_compound(word: str) -> bool:
+    """A word the dictionary lacks but English makes of its words: two words of four letters or
+    more ("Lifecycle", "Healthcare", "Downscale"), or a prefix and a word ("Uncomment",
+    "Deduplicate"); never a given name ("Carmen"). Documentation writes such words at the head of
+    its cells and labels, so there a name made so ("Pinecone", "Windsurf") must show it is one
+    where it opens a sentence or a cell, as "Prepares" must."""
+    low = word.lower()
+    if not low.isalpha() or len(low) < 7 or low in given_names():
+        return False
+    if any(low.startswith(p) and is_english_word(low[len(p):]) and len(low) - len(p) >= 4 for p in _PREFIXES):
+        return True
+    return any(is_english_word(low[:i]) and is_english_word(low[i:]) for i in range(4, len(low) - 3))
+
+
 def is_compound_adjective(word: str) -> bool:
     """A hyphenated word whose last part is lower case ("HIPAA-compliant", "Thread-safe"): it
     describes a thing, it names none."""
@@ -419,7 +438,8 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
     # a name the document uses, a marked word, or a word the document never writes in lower case
     # and English does not know ("Ravi", "Dana Kim"; never "Prepares" or "Feedback" opening a line)
     return content[0] in known or _marked(content[0]) or (
-        not any(w.lower() in common for w in content) and not is_english_word(content[0]))
+        not any(w.lower() in common for w in content) and not is_english_word(content[0])
+        and not (documentation and is_english_compound(content[0])))
 
 
 _POSSESSIVE = re.compile(r"['’]s$")
@@ -625,6 +645,24 @@ def coordinated(texts: list[str], accepted) -> frozenset[str]:
             named = [i for i in items if accepted(i)]
             if len(named) >= 2:
                 found.update(i for i in items if i not in named and i.split()[0].lower() not in _NOT_PROPER)
+    return frozenset(found)
+
+
+_SPELLED_OUT = re.compile(r"\b([A-Z]{2,6})\s+\(([A-Z][\w-]*(?: (?:of|for|and|the|[A-Z][\w-]*)){1,7})\)"
+                         r"|\b([A-Z][\w-]*(?: (?:of|for|and|the|[A-Z][\w-]*)){1,7})\s+\(([A-Z]{2,6})\)")
+
+
+def spelled_out(texts: list[str]) -> frozenset[str]:
+    """The long form of an abbreviation, given beside it, is a name: "MCP (Model Context Protocol)",
+    "General Data Protection Regulation (GDPR)", where the capitalised words' initials spell it. The
+    long form of a kind of thing ("API (Application Programming Interface)") names no one thing."""
+    found = set()
+    for text in texts:
+        for match in _SPELLED_OUT.finditer(text):
+            short, long = (match.group(1), match.group(2)) if match.group(1) else (match.group(4), match.group(3))
+            initials = "".join(w[0] for w in long.split() if w[0].isupper())
+            if initials == short and short.lower() not in GENERIC_ABBREVIATIONS:
+                found.add(long)
     return frozenset(found)
 
 

@@ -533,10 +533,12 @@ def named_only(assertions: list[Assertion], known: frozenset[str], common: froze
     names in lower case ("Priya owns data validation", `names.is_thing`): a relation to something
     that is none of these becomes an observation on its subject, an assertion about none of these
     is left out. A thing in `relating` (`related_things`) is a subject only of a relation whose
-    other end is named. A capitalised phrase that is no name ("Use", "If you") is never a thing."""
+    other end is named. A capitalised phrase that is no name ("Use", "If you") is never a thing.
+    In `documentation` only names are ends: a page's things in lower case ("the candidate pool",
+    "the REST server") are parts of the software it describes, not what a reader looks up."""
     def named(phrase: str) -> bool:
-        return phrase == topic or names.is_thing(phrase) or names.is_name(phrase, known, common, speakers, code,
-                                                                          proven, documentation)
+        return phrase == topic or not documentation and names.is_thing(phrase) or names.is_name(
+            phrase, known, common, speakers, code, proven, documentation)
 
     out = []
     for a in assertions:
@@ -568,15 +570,17 @@ def version_rows(found: list[tuple[dict, list[Assertion]]], assertion_id, normal
     whole = (found[0][0].get("version_text") or "") if found else ""
     # A page of documentation capitalises its headings' and features' words, and says what the
     # parts of its software do ("the embedding model uses …"): there a capitalised English word
-    # needs more proof, and a thing must recur to be one. All 114 mem0 pages read so (107 set
+    # needs more proof, and its things in lower case are no entities. All 114 mem0 pages read so (107 set
     # code, the rest open on front matter); a note or a conversation rarely does.
     documentation = names.is_documentation(whole)
     known, common = names.known_names(texts, speakers, documentation)
     code = names.code_words(whole)
     common = common | names.common_words([whole])
     topic = version_topic([c for c, _ in found]) if found else None
-    things = recurring_things({a.subject for _, assertions in found for a in assertions}, texts)
-    proven = proven_names([a for _, assertions in found for a in assertions]) | names.bare_subjects(texts, common)
+    things = frozenset() if documentation else recurring_things({a.subject for _, assertions in found
+                                                                 for a in assertions}, texts)
+    proven = proven_names([a for _, assertions in found for a in assertions]) | names.bare_subjects(texts, common) \
+        | names.spelled_out(texts)
     proven |= names.coordinated(texts, lambda item: names.is_name(item, known, common, speakers, code, proven,
                                                                    documentation))
     found = [(c, named_only(assertions, known, common, speakers, topic, things, code, proven,

@@ -180,3 +180,56 @@ def test_a_word_the_prose_writes_in_lower_case_is_no_name_and_links_and_code_are
     surfaces = {m["surface"] for m in mentions}
     assert {"Gemini", "TypeScript Client SDK"} <= surfaces
     assert not surfaces & {"Embeddings", "User ID"}
+
+
+def _page_mentions(*texts: str, page: str) -> set[str]:
+    from pipeline.facts import normalize
+
+    claims = [{"claim_id": f"c{i}", "doc_id": "d", "claim_text": text, "asserted_at": None, "version_text": page}
+              for i, text in enumerate(texts)]
+    return {m["surface"] for m in normalize.normalize_version(claims, lambda c, o: f"{c}:{o}")[1]}
+
+
+def test_a_list_of_names_vouches_for_its_items_and_a_list_of_features_for_none() -> None:
+    text = "The plugin works with LangChain, Cursor, CrewAI, and Codex, and also with Mem0."
+    listed = "The client supports OpenAI, Anthropic, Google, Groq and Cohere."
+    features = "Each memory supports Add, Search, Update, and Delete."
+    page = f"{text}\n\n{listed}\n\n{features}\n\nRun `mem0 init` first.\n"
+    found = _page_mentions(text, listed, features, page=page)
+    assert {"LangChain", "Cursor", "CrewAI", "Codex", "OpenAI", "Anthropic", "Google", "Groq", "Cohere"} <= found
+    assert not {"Add", "Search", "Update", "Delete"} & found
+
+
+def test_an_owner_and_its_thing_are_two_names() -> None:
+    text = "OpenAI's GPT-4 answers, and Mem0's LangGraph agent stores the memories."
+    found = _page_mentions(text, page=f"{text}\n\nRun `pip install mem0ai` first.\n")
+    assert {"OpenAI", "GPT-4", "Mem0", "LangGraph"} <= found and not any("'s" in f for f in found)
+
+
+def test_a_link_titles_a_page_and_a_host_name_is_no_word() -> None:
+    texts = ["Refer to the [Qdrant Documentation](https://qdrant.tech/documentation) for more.",
+             "Start at [Self-Hosted Setup](/open-source/setup).", "![Mem0 Dify Integration](/images/dify.png).",
+             "Add memory to [Cursor](https://cursor.com) with the server.",
+             "Start a new Cursor session.", "Go to Cursor Settings and open Cursor once more."]
+    page = "\n\n".join(texts) + "\n\nRun `mem0 init` first.\n"
+    found = _page_mentions(*texts, page=page)
+    assert "Qdrant" in found and not {"Qdrant Documentation", "Self-Hosted", "Self-Hosted Setup", "Mem0 Dify"} & found
+    assert "cursor" not in names.common_words(["Installed ([cursor.com](https://cursor.com))."])
+
+
+def test_a_capitalised_camel_case_identifier_is_still_code_and_a_package_name_no_code() -> None:
+    page = "`batchSize` and `showProgressBar` are accepted. Install `zod` for schemas.\n"
+    found = _page_mentions("BatchSize and showProgressBar are accepted.", "Zod v3 validates the schemas.", page=page)
+    assert "BatchSize" not in found and "Zod" in found
+    # an identifier of an example that the prose writes capitalised is the prose's name
+    assert "elizaOS" not in names.code_words("ElizaOS runs agents.\n\n```bash\ngit clone https://x/elizaOS/eliza\n```\n")
+
+
+def test_a_word_english_makes_of_its_words_needs_proof_where_documentation_opens_a_cell() -> None:
+    assert names.is_english_compound("Lifecycle") and names.is_english_compound("Uncomment")
+    assert not names.is_english_compound("Carmen") and not names.is_english_compound("Qdrant")
+    page = "| Component | Included |\n|---|---|\n| Lifecycle Hooks | No |\n\nRun `mem0 init` once.\n"
+    assert "Lifecycle Hooks" not in _page_mentions("Component: Lifecycle Hooks, Included: No.", page=page)
+    # in a note the same word opening a sentence is still a name's ("Healthcare" is no dictionary word)
+    known, common = names.known_names(["Pinecone hosts the vectors."], documentation=False)
+    assert names.is_name("Pinecone", known, common, documentation=False)

@@ -228,6 +228,19 @@ def test_who_takes_turns_without_a_marker(markdown: str, speaker: str | None) ->
     assert last.speaker == speaker, last
 
 
+@pytest.mark.parametrize("item", ["5. **Multi-Agent Support**: A single service gives all agents the same memory.",
+                                  "- **Restore Config**: Uncomment your local vector store.",
+                                  "2. **Dana:** The schema is merged."])
+def test_a_bold_label_opening_a_list_item_of_documentation_is_no_speaker(item: str) -> None:
+    page = f"# Setup\n\nRun `mem0 init` first.\n\n{item}\n"
+    *_, last = split_passages(page, 0, len(page))
+    assert last.speaker is None, last
+    # outside documentation the same item still opens a turn
+    note = f"# Standup\n\n{item}\n"
+    *_, last = split_passages(note, 0, len(note))
+    assert last.speaker is not None, last
+
+
 def test_a_chunk_in_the_middle_has_absolute_offsets() -> None:
     markdown = (EXAMPLES / "2026-01-15-kickoff.md").read_text()
     _, chunks = structure_and_chunk(markdown, 300)
