@@ -392,6 +392,10 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
             re.fullmatch(r"[A-Z]{2,}['’]?s", words[-1])
             or all(is_english_word(w) and not _marked(w) and w not in known for w in words[:-1])):
         return False  # "Base URL", "TS SDKs": a kind of thing ("Python SDK", "AWS SDK" name one)
+    if len(words) > 1 and any(w.lower() in GENERIC_ABBREVIATIONS for w in words) and all(
+            w.lower() in GENERIC_ABBREVIATIONS or is_english_word(w) and not _marked(w) and w not in known
+            for w in words):
+        return False  # "SQL Database", "Customer Support AI Agent": a kind of thing named by its words
     if re.fullmatch(r"[YMDHhms]{1,4}(?:[-/:.T ][YMDHhms]{1,4})+", name):
         return False  # "YYYY-MM-DD": a format
     if len(words) > 1 and headings and words[-1].endswith("ing") and is_english_word(words[-1].lower()):

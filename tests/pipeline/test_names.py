@@ -26,7 +26,7 @@ def test_names_in_documentation(name: str) -> None:
     "Use", "If you", "Configure", "Prepares", "Database", "Documentation", "Voice Configuration", "NEGATIVE",
     "INPUT FROM TASK", "HIPAA-compliant", "LLM-based", "MB", "Q1", "V3", "POSTGRES_", "--force", "${VAR_NAME}",
     "I'm", "Haven't", "Lately, John", "Required. Mem0 API", "Dr", "Configurable", "Seamlessly", "AI", "LLMs",
-    "PR", "SLAs", "UI"])
+    "PR", "SLAs", "UI", "SQL Database", "Customer Support AI Agent"])
 def test_what_is_no_name(name: str) -> None:
     assert not judged(name, DOCS)
 
