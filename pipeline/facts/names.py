@@ -630,24 +630,24 @@ def bare_subjects(texts: list[str], common: frozenset[str]) -> frozenset[str]:
 # A list of capitalised items ("Claude Code, Cursor, and Codex", "OpenAI, Anthropic, Google, Groq"):
 # an item is one to three capitalised words; items are parted by commas, "and", "or".
 _ITEM = rf"[A-Z]{_NAME_WORD}(?: [A-Z0-9]{_NAME_WORD}){{0,2}}"
-_LIST = re.compile(rf"(?<![\w'’]){_ITEM}(?:(?:, (?:and |or )?| and | or ){_ITEM})+(?![\w'’])")
+_LIST = re.compile(rf"(?:(?<=[\s(])|^){_ITEM}(?:(?:, (?:and |or )?| and | or ){_ITEM})+(?![\w'’])")
 _LIST_SEPARATOR = re.compile(r", (?:and |or )?| and | or ")
 
 
 def coordinated(texts: list[str], accepted) -> frozenset[str]:
     """Items of a list that names things of one kind: in a list of three or more capitalised
-    items, two of which `accepted` takes for names without this rule, every other item that is
-    capitalised words is a name too ("Claude Code, Cursor, and Codex": a list of names lists
-    names, whatever the dictionary says of "Cursor"). A list of features ("Add, Search, and
-    Delete") holds no name to vouch for the rest."""
+    items, two of which `accepted` takes for names without this rule, or of two items beside a
+    product's name written in camel case or with a digit ("Python and TypeScript", "Bedrock and
+    OpenSearch"), every other item that is capitalised words is a name too ("Claude Code, Cursor,
+    and Codex": a list of names lists names, whatever the dictionary says of "Cursor"). A list of
+    features ("Add, Search, and Delete") holds no name to vouch for the rest."""
     found = set()
     for text in texts:
         for match in _LIST.finditer(text):
             items = [clean(i) for i in _LIST_SEPARATOR.split(match.group())]
-            if len(items) < 3:
-                continue
             named = [i for i in items if accepted(i)]
-            if len(named) >= 2:
+            if len(named) >= 2 and len(items) >= 3 or len(items) == 2 and any(
+                    re.search(r"[a-z].*[A-Z0-9]|[0-9]", i) for i in named):
                 found.update(i for i in items if i not in named and i.split()[0].lower() not in _NOT_PROPER)
     return frozenset(found)
 
@@ -707,6 +707,8 @@ def names_in(text: str, known: frozenset[str], common: frozenset[str] = frozense
         words = match.group().rstrip(".,;:!?").split()
         if _opens_instruction(text, match, words, known):
             words = words[1:]
+        if documentation and text.startswith(": ", match.end()) and " ".join(words) not in known:
+            continue  # a label of documentation ("Multi-Agent Support: A single service …") names its feature
         if documentation and _LINK_TEXT_END.match(text, match.end()) and "[" in text[:match.start()]:
             # a link's text titles the page it leads to: "[Deepgram Documentation](…)" names
             # Deepgram, "[Self-Hosted Setup](…)" nothing; an image's describes it ("![Mem0 Dify

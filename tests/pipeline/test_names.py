@@ -198,6 +198,10 @@ def test_a_list_of_names_vouches_for_its_items_and_a_list_of_features_for_none()
     found = _page_mentions(text, listed, features, page=page)
     assert {"LangChain", "Cursor", "CrewAI", "Codex", "OpenAI", "Anthropic", "Google", "Groq", "Cohere"} <= found
     assert not {"Add", "Search", "Update", "Delete"} & found
+    two = "The SDK ships for Python and TypeScript."
+    literal = "When you pass infer=False, Mem0 stores the payload."
+    found = _page_mentions(two, literal, page=f"{two}\n\n{literal}\n\nRun `mem0 init` first.\n")
+    assert "Python" in found and "False" not in found
 
 
 def test_an_owner_and_its_thing_are_two_names() -> None:
@@ -233,3 +237,10 @@ def test_a_word_english_makes_of_its_words_needs_proof_where_documentation_opens
     # in a note the same word opening a sentence is still a name's ("Healthcare" is no dictionary word)
     known, common = names.known_names(["Pinecone hosts the vectors."], documentation=False)
     assert names.is_name("Pinecone", known, common, documentation=False)
+
+
+def test_a_label_of_documentation_names_its_feature_not_a_thing() -> None:
+    texts = ["Multi-Agent Support: A single service gives all agents the same memory.",
+             "Mem0 Platform: a hosted service.", "Teams run the Mem0 Platform in production."]
+    found = _page_mentions(*texts, page="\n\n".join(texts) + "\n\nRun `mem0 init` first.\n")
+    assert "Multi-Agent Support" not in found and "Mem0 Platform" in found
