@@ -373,9 +373,10 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
         return True
     name = _TITLE_DOT.sub(r"\1", name)
     words = name.split()
-    if not words or len(words) > 6 or name.startswith("-") or _NAME_MARKUP.search(name) or "_" in name \
-            or re.search(r"\.\s|,|n['’]t\b", name):
-        return False
+    if not words or len(words) > 6 or name.startswith("-") or _NAME_MARKUP.search(_JS_LIBRARY.sub(r"\1", name)) \
+            or "_" in name \
+            or re.search(r"\.\s|,|n['’]t\b|\d\+", name):
+        return False   # a sentence, a list, a contraction or a version required ("Node.js 18+")
     if any(_POSSESSIVE.search(w) for w in words[:-1]):
         return False  # "Google's Gemini", "Mem0's Python SDK": an owner and its thing, two names (`names_in`)
     if words[0].lower() in INTERJECTIONS:
@@ -447,6 +448,8 @@ def is_name(name: str, known: frozenset[str], common: frozenset[str] = frozenset
 
 
 _POSSESSIVE = re.compile(r"['’]s$")
+# A JavaScript library is named with its file's ending ("Node.js", "Next.js"): a name, not a path.
+_JS_LIBRARY = re.compile(r"\b([A-Z][A-Za-z0-9]*)\.js\b")
 
 
 def _set_as_code(word: str, code: frozenset[str]) -> bool:

@@ -17,7 +17,7 @@ def judged(name: str, texts: list[str], speakers: frozenset[str] = frozenset()) 
 
 
 @pytest.mark.parametrize("name", ["Mem0", "Ollama", "Dana Kim", "Marco", "PostgreSQL", "AWS Bedrock", "Vercel AI SDK",
-                                  "GDPR"])
+                                  "GDPR", "Node.js"])
 def test_names_in_documentation(name: str) -> None:
     assert judged(name, DOCS + ["We run PostgreSQL and AWS Bedrock.", "It ships the Vercel AI SDK under GDPR."])
 
@@ -26,7 +26,7 @@ def test_names_in_documentation(name: str) -> None:
     "Use", "If you", "Configure", "Prepares", "Database", "Documentation", "Voice Configuration", "NEGATIVE",
     "INPUT FROM TASK", "HIPAA-compliant", "LLM-based", "MB", "Q1", "V3", "POSTGRES_", "--force", "${VAR_NAME}",
     "I'm", "Haven't", "Lately, John", "Required. Mem0 API", "Dr", "Configurable", "Seamlessly", "AI", "LLMs",
-    "PR", "SLAs", "UI", "SQL Database", "Customer Support AI Agent"])
+    "PR", "SLAs", "UI", "SQL Database", "Customer Support AI Agent", "Node.js 18+", "config.js"])
 def test_what_is_no_name(name: str) -> None:
     assert not judged(name, DOCS)
 
