@@ -520,6 +520,7 @@ def is_thing(phrase: str) -> bool:
     return not any(w.endswith("ly") and w not in _LY_ADJECTIVES for w in words)
 
 
+_OPENING_LABEL = re.compile(r"^[^:.!?]{1,60}: (?=\S)")
 _ATTRIBUTION = re.compile(r"^[A-Z][\w'’-]*(?: [A-Z][\w'’-]*)? said that ")
 
 
@@ -530,6 +531,8 @@ def known_names(texts: list[str], speakers: frozenset[str] = frozenset(),
     # "Maria said that Lucky John ..." puts the reported sentence's first word mid-sentence: it is
     # read as the sentence's opening, which proves nothing
     texts = [_ATTRIBUTION.sub("", t) for t in texts]
+    if documentation:   # nor does a label's run ("Create or Open Your Dify Project: …")
+        texts = [_OPENING_LABEL.sub("", t) for t in texts]
     # a page of documentation capitalises its headings' words in lists of links ("the Process"):
     # there an English word must be written as a name twice
     known, common = document_names(texts, english_twice=documentation) | speakers, common_words(texts)
@@ -717,7 +720,7 @@ def names_in(text: str, known: frozenset[str], common: frozenset[str] = frozense
             # Deepgram, "[Self-Hosted Setup](…)" nothing; an image's describes it ("![Mem0 Dify
             # Integration](…)")
             image = text.rfind("[", 0, match.start()) > 0 and text[text.rfind("[", 0, match.start()) - 1] == "!"
-            while words and (image or is_english_word(words[-1])
+            while words and (image or (is_english_word(words[-1]) or is_english_compound(words[-1]))
                              and not any(_marked(part) for part in words[-1].split("-"))):
                 words = words[:-1]
         # two speakers side by side ("tell Maria John started") are two names, as are an owner

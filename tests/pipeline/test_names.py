@@ -244,3 +244,7 @@ def test_a_label_of_documentation_names_its_feature_not_a_thing() -> None:
              "Mem0 Platform: a hosted service.", "Teams run the Mem0 Platform in production."]
     found = _page_mentions(*texts, page="\n\n".join(texts) + "\n\nRun `mem0 init` first.\n")
     assert "Multi-Agent Support" not in found and "Mem0 Platform" in found
+    label = "Create or Open Your Dify Project: open your Dify workspace."
+    link = "Read [Mem0 OSS Quickstart](https://docs.mem0.ai/open-source/overview)."
+    found = _page_mentions(label, link, page=f"{label}\n\n{link}\n\nRun `mem0 init` first.\n")
+    assert "Dify" in found and "Mem0 OSS" in found and not {"Dify Project", "Mem0 OSS Quickstart"} & found
