@@ -8,7 +8,8 @@ still be junk, which the closing note's reading of a random draw checks.
 
 An entity is junk when its name
 - holds code or markup (backticks, brackets, braces, `=`, `$`, `<`, `|`, `://`, a path, a dotted or
-  snake_case identifier, a trailing colon), or is a flag (`--force`);
+  snake_case identifier but a JavaScript library's "Node.js", a trailing colon), or is a flag
+  (`--force`);
 - opens with a function word ("If …", "To", "Any", "What"), an imperative verb ("Use", "Add",
   "Ensure"), or is one word ending like a verb form or an adverb ("Passing", "Logged", "Instead");
 - is a clause or a fragment of one: it holds a finite or modal verb ("Large memory collections
@@ -74,8 +75,8 @@ def junk_entity(name: str) -> str | None:
         return "empty"
     if name.startswith("-"):
         return "flag"
-    if _MARKUP.search(name):
-        return "markup"
+    if _MARKUP.search(re.sub(r"\b([A-Z][A-Za-z0-9]*)\.js\b", r"\1", name)):
+        return "markup"   # a JavaScript library's name is no dotted identifier ("Node.js", a reader's name)
     words = _WORD.findall(name)
     if not words:
         return "markup"

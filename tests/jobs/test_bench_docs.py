@@ -13,7 +13,7 @@ from jobs.bench import docs, docs_quality
     ("Use", "imperative"), ("If the on-call engineer", "function_word"), ("--destroy-graph: If", "flag"),
     ("${VAR_NAME} or ${VAR_NAME", "markup"), ('<p align="center">', "markup"), ("Note", "imperative"), ("Consequence", "label"),
     ("precise historical queries without", "clause"), ("Graph Memory is built in", "clause"),
-    ("Mem0", None), ("Dana Kim", None), ("Door Dash", None)])
+    ("Mem0", None), ("Dana Kim", None), ("Door Dash", None), ("Node.js", None), ("config.js", "markup")])
 def test_junk_rules(name: str, reason: str | None) -> None:
     assert docs_quality.junk_entity(name) == reason
 
