@@ -160,17 +160,18 @@ CONNECTORS = frozenset({"of", "and", "&", "de", "du", "da", "la", "le", "von", "
 _NAME_MARKUP = re.compile(r"[`<>{}\[\]()$=|\\#@*~^\":/]|\w[_.]\w")
 # A word of a name: a dot only inside it ("Node.js"), never one that ends a sentence.
 _NAME_WORD = r"[\w'’&-]*(?:\.[\w'’&-]+)*"
-# A run of capitalised words after a word in lower case, a determiner or a bracket: "moved to San
-# Francisco", "The Tessaly launch". Not after another capitalised word: in "Seamless Integration:"
-# the second word is a label's, not a name.
+# A run of capitalised words after a word in lower case, a determiner, a bracket or a comma, behind
+# any emphasis or quotation marks: "moved to San Francisco", "The Tessaly launch", "for example
+# *Alice*, *San Francisco*". Not after another capitalised word: in "Seamless Integration:" the
+# second word is a label's, not a name.
 _OPENING_DETERMINER = "|".join(sorted(w.capitalize() for w in DETERMINERS))
 _MID_SENTENCE_CAPITAL = re.compile(rf"(?:(?<![\w'’])(?:[a-z][\w'’-]*|{_OPENING_DETERMINER})|[),]) [*_\"“‘]*"
                                    rf"([A-Z]{_NAME_WORD}(?:[ \t]+[A-Z]{_NAME_WORD})*)")
 
 
 def document_names(texts: list[str], *, english_twice: bool = False) -> frozenset[str]:
-    """Words a document writes capitalised after a lower-case word (each word of such a run, and
-    the run itself): the words it uses as names. With `english_twice`, an English word counts only when the document
+    """Words a document writes capitalised mid-sentence (`_MID_SENTENCE_CAPITAL`; each word of such
+    a run, and the run itself): the words it uses as names. With `english_twice`, an English word counts only when the document
     writes it so twice: one "the Process" in a list of links is a heading's word, not a name."""
     runs = [m.group(1) for text in texts for m in _MID_SENTENCE_CAPITAL.finditer(text)]
     found = Counter(word.rstrip(".'’").removesuffix("'s").removesuffix("’s") for run in runs for word in run.split())
@@ -719,7 +720,8 @@ def names_in(text: str, known: frozenset[str], common: frozenset[str] = frozense
             # a link's text titles the page it leads to: "[Deepgram Documentation](…)" names
             # Deepgram, "[Self-Hosted Setup](…)" nothing; an image's describes it ("![Mem0 Dify
             # Integration](…)")
-            image = text.rfind("[", 0, match.start()) > 0 and text[text.rfind("[", 0, match.start()) - 1] == "!"
+            opening = text.rfind("[", 0, match.start())
+            image = opening > 0 and text[opening - 1] == "!"
             while words and (image or (is_english_word(words[-1]) or is_english_compound(words[-1]))
                              and not any(_marked(part) for part in words[-1].split("-"))):
                 words = words[:-1]
