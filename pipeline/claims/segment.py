@@ -330,7 +330,7 @@ def _opened(markdown: str, kind: str, start: int, end: int, line_start: int) -> 
     """The unit a line opens at `start`: a turn when a speaker prefix is there, a label line when
     a known label is, else a unit of `kind` ("text" means: no new unit of its own)."""
     turn = _TURN.match(markdown, start, end)
-    if turn is not None and not _item_label(markdown, kind, turn):
+    if turn is not None and not _documentation_label(markdown, turn):
         speaker = turn.group("bold_in") or turn.group("bold_out") or turn.group("plain") or turn.group("role")
         if _is_speaker(speaker) and _takes_turns(markdown, speaker, marked=turn.group("meta") is not None,
                                                  role=turn.group("role") is not None):
@@ -344,12 +344,13 @@ def _opened(markdown: str, kind: str, start: int, end: int, line_start: int) -> 
     return _Unit(kind, start, end, line_start)
 
 
-def _item_label(markdown: str, kind: str, turn: re.Match[str]) -> bool:
-    """A bold label that opens a list item of documentation ("5. **Multi-Agent Support**: A single
-    service ...", "- **Restore Config**: Uncomment ...") names the item's feature or step: no one
-    speaks in a page's lists, however its words read. Behind a turn marker it still opens a turn."""
-    return kind == "item" and turn.group("meta") is None and (turn.group("bold_in") or turn.group("bold_out")) \
-        is not None and _documentation(markdown)
+def _documentation_label(markdown: str, turn: re.Match[str]) -> bool:
+    """A bold label on a page of documentation ("5. **Multi-Agent Support**: A single service ...",
+    "**Cost Saver**: Spend less ...") names a feature or a step: no one speaks in a page's lists
+    and paragraphs, however the label's words read. Behind a turn marker it still opens a turn,
+    and in a note or a transcript, which sets no code, it still may."""
+    return turn.group("meta") is None and (turn.group("bold_in") or turn.group("bold_out")) is not None \
+        and _documentation(markdown)
 
 
 @lru_cache(maxsize=8)   # asked for each line of the same document

@@ -230,8 +230,8 @@ def test_who_takes_turns_without_a_marker(markdown: str, speaker: str | None) ->
 
 @pytest.mark.parametrize("item", ["5. **Multi-Agent Support**: A single service gives all agents the same memory.",
                                   "- **Restore Config**: Uncomment your local vector store.",
-                                  "2. **Dana:** The schema is merged."])
-def test_a_bold_label_opening_a_list_item_of_documentation_is_no_speaker(item: str) -> None:
+                                  "2. **Dana:** The schema is merged.", "**Cost Saver**: Spend less on tokens."])
+def test_a_bold_label_of_documentation_is_no_speaker(item: str) -> None:
     page = f"# Setup\n\nRun `mem0 init` first.\n\n{item}\n"
     *_, last = split_passages(page, 0, len(page))
     assert last.speaker is None, last
