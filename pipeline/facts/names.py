@@ -716,11 +716,11 @@ def names_in(text: str, known: frozenset[str], common: frozenset[str] = frozense
             words = words[1:]
         if documentation and text.startswith(": ", match.end()) and " ".join(words) not in known:
             continue  # a label of documentation ("Multi-Agent Support: A single service …") names its feature
-        if documentation and _LINK_TEXT_END.match(text, match.end()) and "[" in text[:match.start()]:
+        if documentation and (opening := text.rfind("[", 0, match.start())) >= 0 \
+                and _LINK_TEXT_END.match(text, match.end()):
             # a link's text titles the page it leads to: "[Deepgram Documentation](…)" names
             # Deepgram, "[Self-Hosted Setup](…)" nothing; an image's describes it ("![Mem0 Dify
             # Integration](…)")
-            opening = text.rfind("[", 0, match.start())
             image = opening > 0 and text[opening - 1] == "!"
             while words and (image or (is_english_word(words[-1]) or is_english_compound(words[-1]))
                              and not any(_marked(part) for part in words[-1].split("-"))):
