@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.facts import names
+from tests.support.normalized import normalized
 
 DOCS = ["Mem0 stores memories for agents.", "Configure the webhook in the dashboard.",
         "We deploy it with Ollama on a laptop.", "Prepares the prompt before each call.",
@@ -183,11 +184,7 @@ def test_a_word_the_prose_writes_in_lower_case_is_no_name_and_links_and_code_are
 
 
 def _page_mentions(*texts: str, page: str) -> set[str]:
-    from pipeline.facts import normalize
-
-    claims = [{"claim_id": f"c{i}", "doc_id": "d", "claim_text": text, "asserted_at": None, "version_text": page}
-              for i, text in enumerate(texts)]
-    return {m["surface"] for m in normalize.normalize_version(claims, lambda c, o: f"{c}:{o}")[1]}
+    return normalized(texts, page=page)[1]
 
 
 def test_a_list_of_names_vouches_for_its_items_and_a_list_of_features_for_none() -> None:

@@ -8,7 +8,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from pipeline.facts import names, normalize
+from pipeline.facts import names
+from tests.support.normalized import normalized
 
 SAID = datetime(2026, 6, 12, 14, tzinfo=timezone.utc)
 PEOPLE = ["Ravi", "Priya", "Nadia Brook", "Tomasz", "Elena", "Marcus", "Ines Moreno", "Dana Kim", "Wei", "Olu"]
@@ -24,11 +25,7 @@ TEMPLATES = [("{p} works for {o}.", "works_for"), ("{p} works at {o}.", "works_f
 
 
 def _rows(*texts: str, page: str | None = None) -> tuple[list[tuple], set[str]]:
-    claims = [{"claim_id": f"c{i}", "doc_id": "d", "claim_text": t, "asserted_at": SAID,
-               "version_text": page if page is not None else " ".join(texts)} for i, t in enumerate(texts)]
-    rows, mentions = normalize.normalize_version(claims, lambda c, o: f"{c}-{o}")
-    return [(r["kind"], r["subject_key"], r["predicate"], r["object_key"]) for r in rows], \
-        {m["surface"] for m in mentions}
+    return normalized(texts, page=page if page is not None else " ".join(texts), said=SAID)
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -9,6 +9,7 @@ import pytest
 from jobs.bench import normalize_score
 from pipeline.facts import names, normalize, vocabulary
 from tests.support import paths
+from tests.support.normalized import normalized
 
 FIXTURES = paths.FIXTURES / "normalize"
 SAID = datetime(2026, 6, 12, 14, tzinfo=timezone.utc)
@@ -81,9 +82,7 @@ def test_in_documentation_that_sets_code_a_thing_must_recur():
 
 
 def _document(*texts: str) -> list[tuple]:
-    claims = [{"claim_id": f"c{i}", "doc_id": "d", "claim_text": t, "asserted_at": SAID} for i, t in enumerate(texts)]
-    rows, _ = normalize.normalize_version(claims, lambda c, o: f"{c}-{o}")
-    return [(r["kind"], r["subject_key"], r["predicate"], r["object_key"]) for r in rows]
+    return normalized(texts, said=SAID)[0]
 
 
 @pytest.mark.parametrize("text, expected", [
