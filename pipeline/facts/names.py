@@ -330,7 +330,7 @@ config configs metadata realtime downtime wifi""".split())
 _CODE_HUMP = re.compile(r"(?<=[a-z0-9])(?:[A-Z]+)?(?:Error|Exception|Warning|Agent|Client|Config|Handler|Manager|"
                         r"Callback|Request|Response|Use|Calling|Event|Type|Schema|Options|Params|Result|Builder|"
                         r"Factory|Provider|Adapter|Wrapper|Helper|Util|Utils|Service|Tool|Tools|Start|End|Stop|Submit|Interface|"
-                        r"Engine|Storage)$")
+                        r"Engine|Storage|Ref|Refs)$")
 # A CamelCase identifier that opens on what a function or a flag does: "GetMemories", "EnableGraph".
 _CODE_VERB_HUMP = re.compile(r"(?:Get|Set|Add|Update|Delete|Create|Enable|Disable|List|Fetch|Remove|Reset|Init|Load|"
                              r"Save|Is|Has|Use)[A-Z][a-z]")
@@ -544,7 +544,9 @@ def known_names(texts: list[str], speakers: frozenset[str] = frozenset(),
 
 
 _CODE_SPAN = re.compile(r"`([A-Za-z_][\w.]*)`")
-_FENCED = re.compile(r"^ {0,3}(```|~~~)[^\n]*\n(.*?)(?:^ {0,3}\1|\Z)", re.MULTILINE | re.DOTALL)
+# A fenced block at any indent: a page of MDX indents the code inside its components (`<Tab>`,
+# `<Accordion>`), which CommonMark would read as an indented block of the fence's own text.
+_FENCED = re.compile(r"^[ \t]*(```|~~~)([^\n]*)\n(.*?)(?:^[ \t]*\1|\Z)", re.MULTILINE | re.DOTALL)
 _IDENTIFIER = re.compile(r"(?<![\w.])[A-Za-z_][A-Za-z0-9_]*[a-z0-9][A-Z][A-Za-z0-9_]*")
 
 
@@ -557,6 +559,15 @@ def prose_of(text: str) -> str:
 
 _NOT_PROSE = re.compile(r"`[^`\n]*`|\]\([^)\n]*\)|<[^>\n]*>|\b[a-z][a-z0-9+.-]*://\S+|\S*[/\\._]\S*[/\\._]\S*|"
                         r"\{[^}\n]*\}|\b[a-z][\w-]*\.[a-z]{2,}\b")   # and host names: "cursor.com" is no word
+
+
+_HEADING = re.compile(r"^[ \t]*#{1,6}[ \t][^\n]*$", re.MULTILINE)
+
+
+def sentences_of(text: str) -> str:
+    """The page's running prose (`prose_of`) without its headings, whose capitals title a section
+    ("Mem0 Client and Agent Definition") rather than list names."""
+    return _HEADING.sub("", prose_of(text))
 
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?:[\w-]+:.*\n)+---[ \t]*(?:\n|\Z)")
@@ -575,11 +586,54 @@ def code_words(text: str) -> frozenset[str]:
     ones of its fenced blocks that its prose never writes ("BatchSize" in a config example). Code the
     document names is never an entity, though its capitals look like a product's. Written as
     regular expressions, not a Markdown parse, since only these two marks are read."""
-    fenced = {w for block in _FENCED.finditer(text) for w in _IDENTIFIER.findall(block.group(2))}
+    fenced = {w for block in _FENCED.finditer(text) for w in _IDENTIFIER.findall(block.group(3))}
     # a block's identifier that the prose also writes unmarked is a name the code happens to use
     # ("OpenAI" in prose and `client = OpenAI()` in an example; "ElizaOS" and github.com/elizaOS)
     prose = set(re.findall(r"[\w.]+", prose_of(text)))
     return frozenset(set(_CODE_SPAN.findall(text)) | (fenced - prose - {w[:1].lower() + w[1:] for w in prose}))
+
+
+# The info strings of a fenced block of shell ("```bash", "```bash cURL", "```console").
+_SHELL = frozenset({"bash", "sh", "shell", "console", "zsh", "terminal", "powershell", "ps1", "cmd", "fish"})
+_COMMAND = re.compile(r"(?:\$\s+|>\s+)?(?:sudo\s+)?([a-z][a-z0-9-]*)(?:\s+([a-z][a-z0-9-]*)(?![\w./]))?")
+
+
+def commands(text: str) -> frozenset[str]:
+    """The commands a page runs in its blocks of shell, each as its first word and with its
+    subcommand ("docker", "docker compose", "pip install"; "docker-compose" reads "docker compose"),
+    lower case. A line that goes on from the one before it (after a backslash) runs nothing."""
+    found = set()
+    for block in _FENCED.finditer(text):
+        if (block.group(2).split() or [""])[0].lower() not in _SHELL:
+            continue
+        going_on = False
+        for line in block.group(3).splitlines():
+            line = line.strip()
+            if not going_on and (match := _COMMAND.match(line)):
+                first = match.group(1).replace("-", " ")
+                found.add(first)
+                if match.group(2):
+                    found.add(f"{first} {match.group(2).replace('-', ' ')}")
+            going_on = line.endswith("\\")
+    return frozenset(found)
+
+
+def commanded(texts: list[str], text: str) -> frozenset[str]:
+    """Tools a page names and runs: a run of one or two capitalised words its prose writes
+    mid-sentence ("the internal Docker network", "files and Docker Compose definitions") whose
+    lower-case form is a command its shell blocks run (`docker compose up -d`) is the tool's name,
+    though English knows the word ("docker"). A word opening a sentence ("Make sure …") proves
+    nothing, nor does a command the prose never writes capitalised ("`cd`")."""
+    run = commands(text)
+    if not run:
+        return frozenset()
+    found = set()
+    for written in [*texts, sentences_of(text)]:
+        for match in _MID_SENTENCE_CAPITAL.finditer(written):
+            words = match.group(1).split()
+            found.update(" ".join(words[:n]) for n in (1, 2)
+                         if len(words) >= n and " ".join(words[:n]).lower().replace("-", " ") in run)
+    return frozenset(found)
 
 
 _PARTICIPANTS_LINE = re.compile(r"^\W*(?:participants|attendees|present)\W*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
@@ -723,7 +777,8 @@ def names_in(text: str, known: frozenset[str], common: frozenset[str] = frozense
             # Integration](…)")
             image = opening > 0 and text[opening - 1] == "!"
             while words and (image or (is_english_word(words[-1]) or is_english_compound(words[-1]))
-                             and not any(_marked(part) for part in words[-1].split("-"))):
+                             and not any(_marked(part) for part in words[-1].split("-"))
+                             and " ".join(words) not in proven):
                 words = words[:-1]
         # two speakers side by side ("tell Maria John started") are two names, as are an owner
         # and what it owns ("Google's Gemini")

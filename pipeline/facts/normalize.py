@@ -580,9 +580,11 @@ def version_rows(found: list[tuple[dict, list[Assertion]]], assertion_id, normal
     things = frozenset() if documentation else recurring_things({a.subject for _, assertions in found
                                                                  for a in assertions}, texts)
     proven = proven_names([a for _, assertions in found for a in assertions]) | names.bare_subjects(texts, common) \
-        | names.spelled_out(texts)
-    proven |= names.coordinated(texts, lambda item: names.is_name(item, known, common, speakers, code, proven,
-                                                                   documentation))
+        | names.spelled_out(texts) | names.commanded(texts, whole)
+    # a list proves its names wherever the page's prose writes it, a sentence no claim was made of
+    # included ("… using LiveKit, Deepgram, OpenAI, and Mem0, focusing on …")
+    proven |= names.coordinated([*texts, names.sentences_of(whole)],
+                                lambda item: names.is_name(item, known, common, speakers, code, proven, documentation))
     found = [(c, named_only(assertions, known, common, speakers, topic, things, code, proven,
                             frozenset() if documentation else related_things(c["claim_text"], assertions),
                             documentation))

@@ -226,6 +226,42 @@ def test_a_capitalised_camel_case_identifier_is_still_code_and_a_package_name_no
     assert "elizaOS" not in names.code_words("ElizaOS runs agents.\n\n```bash\ngit clone https://x/elizaOS/eliza\n```\n")
 
 
+def test_a_tool_the_page_runs_in_its_shell_blocks_is_a_name_though_english_knows_it() -> None:
+    texts = ["The server ships as a Docker image.", "Keep environment files and Docker Compose definitions in git.",
+             "Make sure the port is free."]
+    page = ("\n\n".join(texts) + "\n\n```bash\ndocker compose up -d \\\n  make\n$ sudo make bootstrap\n```\n"
+            "```python\nhelm = 1\n```\n")
+    assert {"docker", "docker compose", "make", "make bootstrap"} <= names.commands(page)
+    assert "helm" not in names.commands(page)  # a block of Python runs no command
+    found = _page_mentions(*texts, page=page)
+    assert {"Docker", "Docker Compose"} <= found and "Make" not in found
+    # without the command, "Docker" is an English word a page of documentation capitalises
+    plain = page.replace("docker compose up -d", "echo up")
+    assert not {"Docker", "Docker Compose"} & _page_mentions(*texts, page=plain)
+
+
+def test_a_fenced_block_inside_an_mdx_component_is_code_at_any_indent() -> None:
+    page = ("<Tabs>\n  <Tab title=\"Python\">\n    ```python\n    client = PostgresStore(url)\n    ```\n"
+            "  </Tab>\n</Tabs>\n\nPostHog counts the events.\n\n    ```bash\n    pip install telemetry\n    ```\n")
+    assert "PostgresStore" in names.code_words(page)
+    assert "client" not in names.common_words([page]) and "telemetry" not in names.common_words([page])
+    assert "PostHog counts the events." in names.prose_of(page)
+
+
+def test_a_list_proves_its_names_in_a_sentence_no_claim_was_made_of() -> None:
+    claim = "For the speech key, open the [Deepgram Console](https://console.deepgram.com/)."
+    page = ("This guide builds an assistant using LiveKit, Deepgram, OpenAI, and Mem0, focusing on travel.\n\n"
+            "## Mem0 Client and Agent Definition\n\nInstall the plugins of silero and deepgram.\n\n"
+            f"{claim}\n\nRun `pip install livekit` first.\n")
+    found = _page_mentions(claim, page=page)
+    assert "Deepgram" in found
+    # a heading's capitals list no names: the same words in a heading prove nothing
+    headed = page.replace("This guide builds an assistant using LiveKit, Deepgram, OpenAI, and Mem0, focusing on "
+                          "travel.", "## LiveKit, Deepgram, OpenAI, and Mem0")
+    assert "Deepgram" not in _page_mentions(claim, page=headed)
+    assert "Agent Definition" not in names.coordinated([names.sentences_of(page)], lambda item: item == "Mem0 Client")
+
+
 def test_a_word_english_makes_of_its_words_needs_proof_where_documentation_opens_a_cell() -> None:
     assert names.is_english_compound("Lifecycle") and names.is_english_compound("Uncomment")
     assert not names.is_english_compound("Carmen") and not names.is_english_compound("Qdrant")
