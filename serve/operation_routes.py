@@ -75,7 +75,8 @@ def operation_router(pools: Pools, questions: Questions) -> APIRouter:
             elif name == "claims_and_sources_context":
                 result = await reads.claims_and_sources_context(
                     c, args["query"], k=args["k"], candidate_k=args["candidate_k"], vector=question,
-                    entity_ids=args.get("entity_ids"))
+                    entity_ids=args.get("entity_ids"),
+                    at=datetime.fromisoformat(args["asked_at"]) if "asked_at" in args else None)
             else:  # both children answer at one evaluation instant
                 at = reads.now()
                 result = m.ContextBundle(

@@ -38,7 +38,9 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "type": "object", "additionalProperties": False, "required": ["query"],
         "properties": {"query": _QUERY, "entity_ids": {**_UUIDS, "maxItems": 20},
                        "k": {"type": "integer", "minimum": 1, "maximum": 100, "default": 50},
-                       "candidate_k": {"type": "integer", "minimum": 1, "maximum": 400, "default": 200}}},
+                       "candidate_k": {"type": "integer", "minimum": 1, "maximum": 400, "default": 200},
+                       # the instant the question is asked (default now): its "two weeks ago" is read against it
+                       "asked_at": _INSTANT}},
     "facts_context": {
         "type": "object", "additionalProperties": False, "required": ["query"],
         "properties": {"query": _QUERY, "entity_ids": {**_UUIDS, "maxItems": 19},

@@ -14,7 +14,7 @@ from uuid import UUID
 
 from pipeline.claims import askers, segment
 from pipeline.facts.names import named_in
-from pipeline.time.timeparse import asks_when
+from pipeline.time.timeparse import asks_when, question_period
 from serve import models as m
 from serve.retrieval import facts as facts_retrieval
 from serve.retrieval import confirmation, fusion
@@ -217,6 +217,12 @@ async def adjacent(conn: Conn, chunk_id: str, window: int) -> m.Envelope:
     return _envelope("evidence", at, chunks=tuple(chunk_result(r) for r in rows), negative=negative)
 
 
+# The longest span of days a question may name for its days' claims to be a channel: a day, a
+# week, a month, with the slack of a rough "weeks ago". Past it ("since 2019") the days hold too
+# much of the memory to rank exactly at every question.
+DAYS_NAMED = 62
+
+
 async def claims_and_sources_context(conn: Conn, query: str, *, k: int = 50, candidate_k: int = 200,
                                      vector: Any = None, entity_ids: list[str] | None = None,
                                      at: datetime | None = None) -> m.Envelope:
@@ -243,6 +249,12 @@ async def claims_and_sources_context(conn: Conn, query: str, *, k: int = 50, can
         # claims, by meaning, are a channel of their own.
         nominated["claims_dated"] = await read_queries.nominate(conn, "claims", "semantic", query, vector,
                                                                 candidate_k, entity_ids, dated=True)
+    period = question_period(query, at) if vector is not None and not entity_ids else None
+    if period and (period[1] - period[0]).days < DAYS_NAMED:
+        # A question that names its days ("What did I buy four weeks ago?", read against the
+        # instant it is asked) is answered by what happened or was said on them: those claims, by
+        # meaning, are a channel of their own.
+        nominated["claims_then"] = await read_queries.nominate_days(conn, vector, *period, candidate_k)
     # One fused ranking over claims and chunks: a caller sees which claim outranks which chunk.
     # Within one table it is the order of that table's two channels fused alone.
     fused = fusion.signals(nominated, fusion.CHANNEL_WEIGHTS)

@@ -70,6 +70,7 @@ class Question:
     category: int | str         # LoCoMo's 1-4; another genre's question type
     evidence: tuple[str, ...]   # gold turn ids
     answer: str = ""
+    asked_at: datetime | None = None   # when it is asked, where the set says (LongMemEval's question_date)
 
 
 def session_time(text: str) -> datetime:

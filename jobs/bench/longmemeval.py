@@ -85,6 +85,8 @@ def read_question(path: Path, index: int) -> tuple[list[Session], Question | Non
         if len(dates) != len(sessions_in):
             raise ValueError(f"{len(dates)} haystack_dates for {len(sessions_in)} haystack_sessions")
         qid = str(data["question_id"])
+        # the day the question is asked, which its "last Saturday" is read against
+        asked_at = parse_date(str(data["question_date"])) if "question_date" in data else None
         sessions, gold = [], []
         for number, (stamp, turns_in) in enumerate(zip(dates, sessions_in), start=1):
             said_at = parse_date(stamp)
@@ -101,7 +103,8 @@ def read_question(path: Path, index: int) -> tuple[list[Session], Question | Non
     if not measured(qid, str(data["question_type"])):
         return sessions, None, gold
     question = Question(qid, str(data["question"]), str(data["question_type"]),
-                        tuple(t.dia_id for t in gold), str(data["answer"]), index=index)
+                        tuple(t.dia_id for t in gold), str(data["answer"]), index=index,
+                        asked_at=asked_at)
     return sessions, question, gold
 
 

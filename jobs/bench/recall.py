@@ -91,7 +91,9 @@ def ask_memory(url: str, questions: list[Question]) -> list[dict[str, Any]]:
     out = []
     with httpx.Client(base_url=url, timeout=120) as client:
         for q in questions:
-            answer = client.post(f"/operations/{OPERATION}", json={"query": q.text})
+            # a question is asked when the set says it is: its "two weeks ago" is read against that
+            asked = {"asked_at": q.asked_at.isoformat()} if q.asked_at else {}
+            answer = client.post(f"/operations/{OPERATION}", json={"query": q.text, **asked})
             answer.raise_for_status()
             out.append(answer.json())
     return out

@@ -852,3 +852,30 @@ _ASKS_WHEN = re.compile(r"^\W*(?:when|what\s+(?:date|day|year|month|time|week)|w
 def asks_when(question: str) -> bool:
     """Whether a question asks when something happened or holds."""
     return bool(_ASKS_WHEN.search(question))
+
+
+# Counting back in weeks or months names a day only roughly ("four weeks ago" of a Tuesday is
+# about the Saturday before or after): a day it resolves to is widened by half its unit.
+_ROUGHLY_BACK = re.compile(r"\b(?:weeks?|months?)\s+(?:ago|back|earlier|before)\b", re.IGNORECASE)
+_ROUGH_SLACK = {"week": 3, "month": 15}
+
+
+def question_period(question: str, asked: datetime) -> tuple[date, date] | None:
+    """The days a question asks about, its time read against the instant it is asked ("What did I
+    do two weeks ago?" asked on 2023-05-05 asks about 2023-04-21, widened to 2023-04-18 …
+    2023-04-24 since weeks counted back are rough; "last Saturday", "in May 2023", "on 4 March"
+    name their days exactly), first and last inclusive; None when it names no time. A time that
+    runs on ("since March") runs to the day it is asked."""
+    reading = read_time(question, asked)
+    if reading.valid_from is None and reading.valid_until is None:
+        return None
+    asked_day = asked.astimezone(UTC).date()
+    first = reading.valid_from.date() if reading.valid_from else None
+    last = reading.valid_until.date() if reading.valid_until else asked_day
+    if first is None or first > last:
+        return None   # "before May": no first day to read from
+    rough = [m.group(0).split()[0].lower().rstrip("s") for r in reading.replacements
+             for m in [_ROUGHLY_BACK.search(r.original)] if m]
+    # a whole month ("a month ago" is last month) is no rough day
+    slack = max((_ROUGH_SLACK[unit] for unit in rough), default=0) if first == last else 0
+    return first - timedelta(days=slack), last + timedelta(days=slack)

@@ -7,6 +7,7 @@ every read names, through `servable`, one of the views that decide it (migration
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, NamedTuple
 
 import psycopg
@@ -249,6 +250,19 @@ async def nominate(conn: Conn, table: str, channel: str, query: str, vector: Any
                                  pgsql.SQL("%(about)s::uuid[]" if about else "NULL::uuid[]"), pgsql.Literal(bool(dated)))
     return [r[0] for r in await fetch(conn, sql, {"q": query, "v": vector, "k": k, "about": about or None,
                                                   "table": table})]
+
+
+async def nominate_days(conn: Conn, vector: Any, first: date, last: date, k: int) -> list[str]:
+    """Ids of the claims of the days `first` to `last` (inclusive, UTC), best first by pgvector
+    cosine distance, ties by id: a claim's day is where its world time starts, else when it was
+    said (the expression of migration 0026's index, spelt the same)."""
+    return [r[0] for r in await fetch(
+        conn, "SELECT c.claim_id::text FROM claims c"
+              " WHERE coalesce(c.claim_valid_from, c.asserted_at) >= %(first)s"
+              "   AND coalesce(c.claim_valid_from, c.asserted_at) < %(after)s AND c.embedding IS NOT NULL"
+              " ORDER BY c.embedding <=> %(v)b, c.claim_id LIMIT %(k)s",
+        {"v": vector, "k": k, "first": datetime.combine(first, time.min, UTC),
+         "after": datetime.combine(last + timedelta(days=1), time.min, UTC)})]
 
 
 async def confirm_claims(conn: Conn, ids: list[str]) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from pipeline.time.timeparse import (
     _expressions,
     apply_replacements,
     asks_when,
+    question_period,
     read_time,
 )
 
@@ -469,6 +470,29 @@ def test_a_bare_month_abbreviation_after_in_is_a_month():
     ("What did John paint?", False), ("Who leads the billing migration?", False)])
 def test_a_question_that_asks_when(question: str, when: bool) -> None:
     assert asks_when(question) is when
+
+
+@pytest.mark.parametrize("question, period", [
+    ("I received a piece of jewelry last Saturday from whom?", (date(2026, 2, 28), date(2026, 2, 28))),
+    ("What did I cook yesterday?", (date(2026, 3, 3), date(2026, 3, 3))),
+    ("What did I buy two weeks ago?", (date(2026, 2, 15), date(2026, 2, 21))),     # 18 Feb, roughly
+    ("What did I start a month ago?", (date(2026, 2, 1), date(2026, 2, 28))),       # last month, whole
+    ("What did we ship in May 2025?", (date(2025, 5, 1), date(2025, 5, 31))),
+    ("What have I read since February?", (date(2026, 2, 1), date(2026, 3, 4))),    # runs to the day asked
+    ("What happened before May?", None), ("How many bikes do I own?", None)])
+def test_a_question_names_its_days_against_the_instant_it_is_asked(question: str, period) -> None:
+    assert question_period(question, WED) == period
+
+
+@given(st.integers(min_value=1, max_value=9), st.sampled_from(["days", "weeks", "months"]),
+       st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2040, 1, 1), timezones=st.just(UTC)))
+def test_a_question_counting_back_asks_about_a_day_before_it_is_asked_and_holds_that_day(n, unit, asked) -> None:
+    first, last = question_period(f"What did I do {n} {unit} ago?", asked)
+    back = {"days": timedelta(days=n), "weeks": timedelta(weeks=n)}.get(unit)
+    counted = asked.date() - back if back else None
+    assert first <= last < asked.date() + timedelta(days=16)
+    if counted:
+        assert first <= counted <= last and (unit == "weeks" or first == last)
 
 
 @pytest.mark.parametrize("text", [

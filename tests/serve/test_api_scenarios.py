@@ -151,7 +151,7 @@ def test_claims_and_chunks_come_in_one_ranking_that_both_lists_follow(api):
     assert scores == sorted(scores, reverse=True)
     for r in ranking:   # the score is the sum of what each channel contributed: weight / (60 + rank)
         assert r["signals"] and set(r["signals"]) <= {"claims_semantic", "claims_bm25", "claims_named", "claims_dated",
-                                                      "chunks_semantic", "chunks_bm25"}
+                                                      "claims_then", "chunks_semantic", "chunks_bm25"}
         assert abs(sum(r["signals"].values()) - r["score"]) < 1e-9
         assert all(0 < s <= CHANNEL_WEIGHTS.get(c, 1) / 61 for c, s in r["signals"].items())
 
@@ -162,6 +162,30 @@ def test_the_entities_a_question_names_nominate_the_claims_about_them(api):
     assert "finance budget" in named["evidence"][0]["claim_text"]
     unnamed = op(api, "claims_and_sources_context", query="who owns the budget")
     assert all("claims_named" not in r["signals"] for r in unnamed["ranking"])
+
+
+def test_a_question_that_names_its_days_is_read_against_the_instant_it_is_asked(api):
+    question = "What did Dana approve two weeks ago?"
+    then = op(api, "claims_and_sources_context", query=question, asked_at="2026-03-17T09:00:00Z")
+    assert then["temporal_scope"]["evaluated_at"].startswith("2026-03-17T09:00:00")
+    days = [e["claim_text"] for e in then["evidence"] if "claims_then" in _signals(then, e["claim_id"])]
+    # two weeks before 17 March is about 3 March: the finance notes, said that day, are those days' claims
+    assert any("approved the plan" in t for t in days) and not any("sign-off" in t for t in days)
+    assert "approved the plan" in then["evidence"][0]["claim_text"]
+    later = op(api, "claims_and_sources_context", query=question, asked_at="2026-07-15T09:00:00Z")
+    days = [e["claim_text"] for e in later["evidence"] if "claims_then" in _signals(later, e["claim_id"])]
+    assert days and all("sign-off" in t for t in days)
+    # asked now, "two weeks ago" names days no document speaks of, and no question without days has the channel
+    for got in (op(api, "claims_and_sources_context", query=question),
+                op(api, "claims_and_sources_context", query="What did Dana approve?", asked_at="2026-03-17T09:00:00Z")):
+        assert all("claims_then" not in r["signals"] for r in got["ranking"])
+    for bad in ("17 March 2026", "2026-03-17T09:00:00", 20260317):
+        response = api.post("/operations/claims_and_sources_context", json={"query": question, "asked_at": bad})
+        assert response.status_code == 422 and "asked_at" in response.json()["detail"]["message"], response.text
+
+
+def _signals(answer: dict, item_id: str) -> dict:
+    return next(r["signals"] for r in answer["ranking"] if r["item_id"] == item_id)
 
 
 def test_the_same_request_gives_the_same_body_apart_from_evaluated_at(api):
