@@ -586,11 +586,19 @@ def code_words(text: str) -> frozenset[str]:
     ones of its fenced blocks that its prose never writes ("BatchSize" in a config example). Code the
     document names is never an entity, though its capitals look like a product's. Written as
     regular expressions, not a Markdown parse, since only these two marks are read."""
-    fenced = {w for block in _FENCED.finditer(text) for w in _IDENTIFIER.findall(block.group(3))}
+    blocks = [block.group(3) for block in _FENCED.finditer(text)]
+    fenced = {w for block in blocks for w in _IDENTIFIER.findall(block)}
     # a block's identifier that the prose also writes unmarked is a name the code happens to use
-    # ("OpenAI" in prose and `client = OpenAI()` in an example; "ElizaOS" and github.com/elizaOS)
+    # ("OpenAI" in prose and `client = OpenAI()` in an example; "ElizaOS" and github.com/elizaOS),
+    # unless the code defines it ("class PersonalAITutor:"): then the prose names the example's class
     prose = set(re.findall(r"[\w.]+", prose_of(text)))
-    return frozenset(set(_CODE_SPAN.findall(text)) | (fenced - prose - {w[:1].lower() + w[1:] for w in prose}))
+    defined = {w for block in blocks for w in _DEFINED.findall(block)}
+    return frozenset(set(_CODE_SPAN.findall(text)) | defined
+                     | (fenced - prose - {w[:1].lower() + w[1:] for w in prose}))
+
+
+# A name the code of a block defines: a class, a function, an interface or a type.
+_DEFINED = re.compile(r"\b(?:class|def|function|interface|type|struct|enum)\s+([A-Za-z_]\w*)")
 
 
 # The info strings of a fenced block of shell ("```bash", "```bash cURL", "```console").

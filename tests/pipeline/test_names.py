@@ -154,6 +154,9 @@ def test_what_a_document_sets_as_code_is_no_name() -> None:
     assert {"AsyncMemory", "BatchSize", "OpenSearch"} <= code and "Memory" not in code
     # a name the prose writes unmarked is no code, though an example calls it
     assert "OpenAI" not in names.code_words("OpenAI hosts the model.\n\n```python\nclient = OpenAI()\n```\n")
+    # unless the example defines it: the prose then names the example's class
+    tutor = "The PersonalAITutor class keeps memories.\n\n```python\nclass PersonalAITutor:\n    pass\n```\n"
+    assert "PersonalAITutor" in names.code_words(tutor)
     known, common = names.known_names(DOCS)
     assert names.names_in("AsyncMemory and BatchSize help Dana Kim.", known, common, code=code) == ["Dana Kim"]
 
