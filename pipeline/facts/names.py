@@ -543,7 +543,8 @@ def known_names(texts: list[str], speakers: frozenset[str] = frozenset(),
     return known | longer, common
 
 
-_CODE_SPAN = re.compile(r"`([A-Za-z_][\w.]*)`")
+# An identifier set as code: in backticks, or in an HTML <code> element (MDX pages write both).
+_CODE_SPAN = re.compile(r"`([A-Za-z_][\w.]*)`|<code>([A-Za-z_][\w.]*)</code>")
 # A fenced block at any indent: a page of MDX indents the code inside its components (`<Tab>`,
 # `<Accordion>`), which CommonMark would read as an indented block of the fence's own text.
 _FENCED = re.compile(r"^[ \t]*(```|~~~)([^\n]*)\n(.*?)(?:^[ \t]*\1|\Z)", re.MULTILINE | re.DOTALL)
@@ -582,10 +583,11 @@ def is_documentation(text: str) -> bool:
 
 
 def code_words(text: str) -> frozenset[str]:
-    """The identifiers a document sets as code: in backticks ("`AsyncMemory`"), and the CamelCase
-    ones of its fenced blocks that its prose never writes ("BatchSize" in a config example). Code the
-    document names is never an entity, though its capitals look like a product's. Written as
-    regular expressions, not a Markdown parse, since only these two marks are read."""
+    """The identifiers a document sets as code: in backticks ("`AsyncMemory`") or a <code> element,
+    the names its fenced blocks define ("class PersonalAITutor:"), and the CamelCase ones of its
+    fenced blocks that its prose never writes ("BatchSize" in a config example). Code the document
+    names is never an entity, though its capitals look like a product's. Written as regular
+    expressions, not a Markdown parse, since only these marks are read."""
     blocks = [block.group(3) for block in _FENCED.finditer(text)]
     fenced = {w for block in blocks for w in _IDENTIFIER.findall(block)}
     # a block's identifier that the prose also writes unmarked is a name the code happens to use
@@ -593,7 +595,8 @@ def code_words(text: str) -> frozenset[str]:
     # unless the code defines it ("class PersonalAITutor:"): then the prose names the example's class
     prose = set(re.findall(r"[\w.]+", prose_of(text)))
     defined = {w for block in blocks for w in _DEFINED.findall(block)}
-    return frozenset(set(_CODE_SPAN.findall(text)) | defined
+    spans = {ticked or tagged for ticked, tagged in _CODE_SPAN.findall(text)}
+    return frozenset(spans | defined
                      | (fenced - prose - {w[:1].lower() + w[1:] for w in prose}))
 
 

@@ -157,6 +157,7 @@ def test_what_a_document_sets_as_code_is_no_name() -> None:
     # unless the example defines it: the prose then names the example's class
     tutor = "The PersonalAITutor class keeps memories.\n\n```python\nclass PersonalAITutor:\n    pass\n```\n"
     assert "PersonalAITutor" in names.code_words(tutor)
+    assert "LanguageModelV3" in names.code_words("It supports <code>LanguageModelV3</code> types.\n")
     known, common = names.known_names(DOCS)
     assert names.names_in("AsyncMemory and BatchSize help Dana Kim.", known, common, code=code) == ["Dana Kim"]
 
