@@ -594,14 +594,16 @@ def code_words(text: str) -> frozenset[str]:
     # ("OpenAI" in prose and `client = OpenAI()` in an example; "ElizaOS" and github.com/elizaOS),
     # unless the code defines it ("class PersonalAITutor:"): then the prose names the example's class
     prose = set(re.findall(r"[\w.]+", prose_of(text)))
-    defined = {w for block in blocks for w in _DEFINED.findall(block)}
+    defined = {word or alias for block in blocks for word, alias in _DEFINED.findall(block)}
     spans = {ticked or tagged for ticked, tagged in _CODE_SPAN.findall(text)}
     return frozenset(spans | defined
                      | (fenced - prose - {w[:1].lower() + w[1:] for w in prose}))
 
 
-# A name the code of a block defines: a class, a function, an interface or a type.
-_DEFINED = re.compile(r"\b(?:class|def|function|interface|type|struct|enum)\s+([A-Za-z_]\w*)")
+# A name the code of a block defines: a class, a function, an interface, a struct, an enum, or a
+# type alias ("type Memory = …"; "the type of" in a comment defines nothing).
+_DEFINED = re.compile(r"\b(?:class|def|function|interface|struct|enum)\s+([A-Za-z_]\w*)"
+                      r"|\btype\s+([A-Za-z_]\w*)\s*[=<]")
 
 
 # The info strings of a fenced block of shell ("```bash", "```bash cURL", "```console").
