@@ -860,16 +860,29 @@ _ROUGHLY_BACK = re.compile(r"\b(?:weeks?|months?)\s+(?:ago|back|earlier|before)\
 _ROUGH_SLACK = {"week": 3, "month": 15}
 
 
+# "A couple of days ago", "a few weeks ago": days the rules leave unresolved in a statement, where
+# the claim keeps its words; a question asks about a span of them (a couple: one to three units
+# back; a few: two to five).
+_SOME_BACK = re.compile(r"\ba\s+(couple|few)\s+(?:of\s+)?(day|week|month)s?\s+ago\b", re.IGNORECASE)
+_SOME = {"couple": (1, 3), "few": (2, 5)}
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30}
+
+
 def question_period(question: str, asked: datetime) -> tuple[date, date] | None:
     """The days a question asks about, its time read against the instant it is asked ("What did I
     do two weeks ago?" asked on 2023-05-05 asks about 2023-04-21, widened to 2023-04-18 …
     2023-04-24 since weeks counted back are rough; "last Saturday", "in May 2023", "on 4 March"
-    name their days exactly), first and last inclusive; None when it names no time. A time that
-    runs on ("since March") runs to the day it is asked."""
+    name their days exactly; "a couple of days ago" one to three days back), first and last
+    inclusive; None when it names no time. A time that runs on ("since March") runs to the day it
+    is asked."""
     reading = read_time(question, asked)
-    if reading.valid_from is None and reading.valid_until is None:
-        return None
     asked_day = asked.astimezone(UTC).date()
+    if reading.valid_from is None and reading.valid_until is None:
+        some = _SOME_BACK.search(question)
+        if some is None:
+            return None
+        (fewest, most), unit = _SOME[some.group(1).lower()], _UNIT_DAYS[some.group(2).lower()]
+        return asked_day - timedelta(days=most * unit), asked_day - timedelta(days=fewest * unit)
     first = reading.valid_from.date() if reading.valid_from else None
     last = reading.valid_until.date() if reading.valid_until else asked_day
     if first is None or first > last:

@@ -254,12 +254,12 @@ async def nominate(conn: Conn, table: str, channel: str, query: str, vector: Any
 
 async def nominate_days(conn: Conn, vector: Any, first: date, last: date, k: int) -> list[str]:
     """Ids of the claims of the days `first` to `last` (inclusive, UTC), best first by pgvector
-    cosine distance, ties by id: a claim's day is where its world time starts, else when it was
-    said (the expression of migration 0026's index, spelt the same)."""
+    cosine distance, ties by id: those whose world time starts on them and those said on them
+    (migration 0026's two indexes)."""
     return [r[0] for r in await fetch(
         conn, "SELECT c.claim_id::text FROM claims c"
-              " WHERE coalesce(c.claim_valid_from, c.asserted_at) >= %(first)s"
-              "   AND coalesce(c.claim_valid_from, c.asserted_at) < %(after)s AND c.embedding IS NOT NULL"
+              " WHERE (c.claim_valid_from >= %(first)s AND c.claim_valid_from < %(after)s"
+              "        OR c.asserted_at >= %(first)s AND c.asserted_at < %(after)s) AND c.embedding IS NOT NULL"
               " ORDER BY c.embedding <=> %(v)b, c.claim_id LIMIT %(k)s",
         {"v": vector, "k": k, "first": datetime.combine(first, time.min, UTC),
          "after": datetime.combine(last + timedelta(days=1), time.min, UTC)})]

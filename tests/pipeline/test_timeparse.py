@@ -479,6 +479,8 @@ def test_a_question_that_asks_when(question: str, when: bool) -> None:
     ("What did I start a month ago?", (date(2026, 2, 1), date(2026, 2, 28))),       # last month, whole
     ("What did we ship in May 2025?", (date(2025, 5, 1), date(2025, 5, 31))),
     ("What have I read since February?", (date(2026, 2, 1), date(2026, 3, 4))),    # runs to the day asked
+    ("What did I cook a couple of days ago?", (date(2026, 3, 1), date(2026, 3, 3))),
+    ("Which film did we see a few weeks ago?", (date(2026, 1, 28), date(2026, 2, 18))),
     ("What happened before May?", None), ("How many bikes do I own?", None)])
 def test_a_question_names_its_days_against_the_instant_it_is_asked(question: str, period) -> None:
     assert question_period(question, WED) == period
