@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import psycopg
 from fastapi import APIRouter, Body, HTTPException, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from serve import models as m
 from serve import operations, reads
@@ -37,6 +37,11 @@ class TimeArg(BaseModel):
             return facts_retrieval.TimeQuery(self.mode, at=self.at, start=self.from_, end=self.to)
         except facts_retrieval.BadTimeQuery as err:
             raise HTTPException(422, {"code": "invalid_parameter", "message": str(err)}) from err
+
+
+# An instant argument (`asked_at`) is parsed as `TimeArg` parses its instants: every RFC 3339
+# form the schema admits, "2026-03-17t09:00:00z" included, which `datetime.fromisoformat` refuses.
+_INSTANT = TypeAdapter(datetime)
 
 
 async def _facts(c: psycopg.AsyncConnection, args: dict[str, Any], time: facts_retrieval.TimeQuery, question: Any,
@@ -76,7 +81,7 @@ def operation_router(pools: Pools, questions: Questions) -> APIRouter:
                 result = await reads.claims_and_sources_context(
                     c, args["query"], k=args["k"], candidate_k=args["candidate_k"], vector=question,
                     entity_ids=args.get("entity_ids"),
-                    at=datetime.fromisoformat(args["asked_at"]) if "asked_at" in args else None)
+                    at=_INSTANT.validate_python(args["asked_at"]) if "asked_at" in args else None)
             else:  # both children answer at one evaluation instant
                 at = reads.now()
                 result = m.ContextBundle(

@@ -172,6 +172,9 @@ def test_a_question_that_names_its_days_is_read_against_the_instant_it_is_asked(
     # two weeks before 17 March is about 3 March: the finance notes, said that day, are those days' claims
     assert any("approved the plan" in t for t in days) and not any("sign-off" in t for t in days)
     assert "approved the plan" in then["evidence"][0]["claim_text"]
+    # every RFC 3339 form the schema admits is read, lower-case separators included
+    lower = op(api, "claims_and_sources_context", query=question, asked_at="2026-03-17t09:00:00z")
+    assert lower["temporal_scope"]["evaluated_at"].startswith("2026-03-17T09:00:00")
     later = op(api, "claims_and_sources_context", query=question, asked_at="2026-07-15T09:00:00Z")
     days = [e["claim_text"] for e in later["evidence"] if "claims_then" in _signals(later, e["claim_id"])]
     assert days and all("sign-off" in t for t in days)
