@@ -631,18 +631,18 @@ def commands(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def commanded(texts: list[str], text: str) -> frozenset[str]:
-    """Tools a page names and runs: a run of one or two capitalised words its prose writes
+def commanded(written: list[str], text: str) -> frozenset[str]:
+    """Tools a page names and runs: a run of one or two capitalised words the `written` prose writes
     mid-sentence ("the internal Docker network", "files and Docker Compose definitions") whose
-    lower-case form is a command its shell blocks run (`docker compose up -d`) is the tool's name,
-    though English knows the word ("docker"). A word opening a sentence ("Make sure …") proves
-    nothing, nor does a command the prose never writes capitalised ("`cd`")."""
+    lower-case form is a command the shell blocks of `text` run (`docker compose up -d`) is the
+    tool's name, though English knows the word ("docker"). A word opening a sentence ("Make sure
+    …") proves nothing, nor does a command the prose never writes capitalised ("`cd`")."""
     run = commands(text)
     if not run:
         return frozenset()
     found = set()
-    for written in [*texts, sentences_of(text)]:
-        for match in _MID_SENTENCE_CAPITAL.finditer(written):
+    for prose in written:
+        for match in _MID_SENTENCE_CAPITAL.finditer(prose):
             words = match.group(1).split()
             found.update(" ".join(words[:n]) for n in (1, 2)
                          if len(words) >= n and " ".join(words[:n]).lower().replace("-", " ") in run)

@@ -579,13 +579,14 @@ def version_rows(found: list[tuple[dict, list[Assertion]]], assertion_id, normal
     topic = version_topic([c for c, _ in found]) if found else None
     things = frozenset() if documentation else recurring_things({a.subject for _, assertions in found
                                                                  for a in assertions}, texts)
+    # a page of documentation proves its names wherever its prose writes them, in a sentence no
+    # claim was made of too ("This guide … using LiveKit, Deepgram, OpenAI, and Mem0, focusing on
+    # …"); a chat's lists are its claims' (an assistant's "Dealers, Auction Houses, …" prove nothing)
+    written = [*texts, names.sentences_of(whole)] if documentation else texts
     proven = proven_names([a for _, assertions in found for a in assertions]) | names.bare_subjects(texts, common) \
-        | names.spelled_out(texts) | names.commanded(texts, whole)
-    # a list proves its names wherever a page of documentation writes it, in a sentence no claim
-    # was made of too ("This guide … using LiveKit, Deepgram, OpenAI, and Mem0, focusing on …"); a
-    # chat's lists are its claims' (an assistant's "Dealers, Auction Houses, …" prove nothing)
-    proven |= names.coordinated([*texts, names.sentences_of(whole)] if documentation else texts,
-                                lambda item: names.is_name(item, known, common, speakers, code, proven, documentation))
+        | names.spelled_out(texts) | names.commanded(written, whole)
+    proven |= names.coordinated(written, lambda item: names.is_name(item, known, common, speakers, code, proven,
+                                                                    documentation))
     found = [(c, named_only(assertions, known, common, speakers, topic, things, code, proven,
                             frozenset() if documentation else related_things(c["claim_text"], assertions),
                             documentation))
