@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from actors.engine_watch import Reaper
+from actors.engine_watch import ENGINE_TITLE, Reaper
 
 # A stand-in for a Ray worker holding a vLLM engine: it starts a child whose command line names
 # vLLM's engine process (spelt in pieces, so that its own command line does not), then waits;
@@ -30,8 +30,14 @@ time.sleep(600)
 
 
 def _worker(mode: str) -> tuple[subprocess.Popen, psutil.Process]:
+    """The worker and its engine, once the engine's command line is its own: between the fork and
+    the exec a child still shows its parent's, and a look then would not see an engine."""
     worker = subprocess.Popen([sys.executable, "-c", _WORKER, mode], stdout=subprocess.PIPE, text=True)
-    return worker, psutil.Process(int(worker.stdout.readline()))
+    engine = psutil.Process(int(worker.stdout.readline()))
+    deadline = time.monotonic() + 10
+    while ENGINE_TITLE not in " ".join(engine.cmdline()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return worker, engine
 
 
 def _looks_until(reaper: Reaper, done, seconds: float = 10.0) -> None:
