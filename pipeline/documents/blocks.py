@@ -10,9 +10,7 @@ non-whitespace character of the document lies in exactly one block.
 
 from __future__ import annotations
 
-import hashlib
 import re
-from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -88,27 +86,6 @@ def split_blocks(markdown: str, max_block_chars: int) -> list[Block]:
             cursor = max(cursor, span.char_end)
     blocks.extend(_gap(markdown, cursor, len(markdown), max_block_chars))
     return blocks
-
-
-# The last texts' blocks, by a digest of the text (`blocks_of`): the structure and chunk stages run
-# fused in one worker, each over the same batch, and each needs the same blocks. On a table's part
-# of 1 MiB the parse is 0.75 s of CPU (markdown-it makes a token of every cell), and it was
-# parsed once for each stage. Keyed by digest, so no text is kept beyond its batch.
-_PARSED: OrderedDict[tuple[bytes, int], tuple[Block, ...]] = OrderedDict()
-PARSED_KEPT = 64   # more than a batch's documents (16 by default)
-
-
-def blocks_of(markdown: str, max_block_chars: int) -> list[Block]:
-    """`split_blocks`, remembered for the last `PARSED_KEPT` texts."""
-    key = (hashlib.blake2b(markdown.encode("utf-8", "surrogatepass"), digest_size=20).digest(), max_block_chars)
-    found = _PARSED.get(key)
-    if found is None:
-        found = _PARSED[key] = tuple(split_blocks(markdown, max_block_chars))
-        if len(_PARSED) > PARSED_KEPT:
-            _PARSED.popitem(last=False)
-    else:
-        _PARSED.move_to_end(key)
-    return list(found)
 
 
 def _line_starts(markdown: str) -> list[int]:

@@ -174,24 +174,3 @@ def test_property_chunks_tile_non_whitespace_exactly_once(lines, target):
     blocks = split_blocks(markdown, 2 * target)
     assert all(b.char_end - b.char_start <= 2 * target for b in blocks)
     assert all(markdown[b.char_start:b.char_end].strip() for b in blocks)
-
-
-def test_the_stages_parse_a_text_once_and_get_the_blocks_split_blocks_gives(monkeypatch):
-    """structure and chunk run fused over the same batch; the second asks the remembered parse."""
-    from pipeline.documents import blocks as blocks_mod
-
-    parsed = []
-    real = blocks_mod.split_blocks
-    monkeypatch.setattr(blocks_mod, "split_blocks", lambda md, max_block_chars: parsed.append(md) or real(md, max_block_chars))
-    texts = [f"# Part {i}\n\n| a | b |\n|---|---|\n| {i} | x |\n\nA line \ud800 of prose {i}.\n" for i in range(3)]
-    first = [blocks_mod.blocks_of(t, 200) for t in texts]
-    again = [blocks_mod.blocks_of(t, 200) for t in texts]
-    assert first == again == [real(t, 200) for t in texts]
-    assert parsed == texts                                  # each text parsed once
-    assert blocks_mod.blocks_of(texts[0], 50) == real(texts[0], 50) and len(parsed) == 4   # the cap is part of the key
-    first[0].clear()                                        # a caller's list is its own
-    assert blocks_mod.blocks_of(texts[0], 200) == real(texts[0], 200)
-    for i in range(blocks_mod.PARSED_KEPT + 1):             # the oldest falls out
-        blocks_mod.blocks_of(f"text {i}", 200)
-    blocks_mod.blocks_of(texts[1], 200)
-    assert parsed.count(texts[1]) == 2
