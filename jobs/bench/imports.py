@@ -32,7 +32,7 @@ from typing import Any
 import psutil
 
 from jobs import runtime
-from jobs.bench import cpu_use, locomo
+from jobs.bench import cpu_use, locomo, memory_use
 from jobs.bench import recall as bench_recall
 from jobs.bench import serve as bench_serve
 from jobs.bench import synthetic
@@ -72,6 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from jobs.bench import ocr as bench_ocr
 
     bench_ocr.add_arguments(parser)
+    from jobs.bench import table as bench_table
+
+    bench_table.add_arguments(parser)
 
 
 def write_corpus(root: Path, count: int, generator=synthetic.generate) -> None:
@@ -94,10 +97,11 @@ def _import_child(corpus: Path, home: Path, args: argparse.Namespace, dated_by: 
     return run_child(["jobs.import_corpus", str(corpus), "--modified-at-from", dated_by], home, args)
 
 
-def run_child(module_args: list[str], home: Path, args: argparse.Namespace) -> dict[str, Any]:
+def run_child(module_args: list[str], home: Path, args: argparse.Namespace, *, memory: bool = False) -> dict[str, Any]:
     """`python -m MODULE ARGS...` (an import) in a child process on the memory under `home`: the
     seconds until its report says the run is done, the seconds until it exited, and its peak RSS
-    (sampled every 50 ms)."""
+    (sampled every 50 ms); with `memory`, what its processes and its PostgreSQL held, every 5 s
+    (`memory_use.TreeMemory`)."""
     env = bench_serve.memory_env(home) | {"PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, "-m", *module_args, "--workers", str(args.workers), "--batch-size", str(args.batch_size),
            "--no-progress"]
@@ -117,6 +121,7 @@ def run_child(module_args: list[str], home: Path, args: argparse.Namespace) -> d
     proc, peak = psutil.Process(child.pid), 0
     # the import's processes (Ray's are its children) and its database server's, every half second
     cpu, server, data_dir = cpu_use.TreeCpu(), None, (home / "pg").resolve()
+    held = memory_use.TreeMemory() if memory else None
     who = _PostgresNames(data_dir)
     try:
         for tick in itertools.count():
@@ -129,6 +134,9 @@ def run_child(module_args: list[str], home: Path, args: argparse.Namespace) -> d
             if tick % 10 == 0:
                 server = server or embedded.server_process(data_dir)
                 cpu.sample(proc, *([server] if server is not None else []), names=who.read())
+            if held is not None and tick % 100 == 0:
+                held.sample(time.perf_counter() - started, proc, *([server] if server is not None else []),
+                            names=who.read())
             time.sleep(0.05)
     finally:
         who.close()
@@ -137,7 +145,8 @@ def run_child(module_args: list[str], home: Path, args: argparse.Namespace) -> d
     if child.returncode != 0 or not done:
         raise RuntimeError(f"import failed ({child.returncode}):\n{''.join(lines)}")
     return {"seconds": done[0], "exit_seconds": exited, "driver_peak_rss_mib": peak / 2**20, "report": "".join(lines),
-            "cpu_seconds": cpu.seconds, "cpu_by_process": cpu.by_component()}
+            "cpu_seconds": cpu.seconds, "cpu_by_process": cpu.by_component(),
+            **({"memory": held.summary()} if held is not None else {})}
 
 
 class _PostgresNames:
@@ -513,6 +522,11 @@ def main(args: argparse.Namespace) -> int:
     elif args.what == "facts":
         results = bench_facts(args)
         print(render_facts(results))
+    elif args.table_mb:
+        from jobs.bench import table as bench_table
+
+        results = bench_table.bench(args)
+        print(bench_table.render(results))
     elif args.ocr_pages:
         from jobs.bench import ocr as bench_ocr
 

@@ -233,3 +233,49 @@ def test_the_components_split_the_workers_into_their_stages_and_sum_to_the_whole
     assert parts == {"stage embed": 60.0, imports.AROUND_THE_STAGES: 18.0, "facts resolve": 12.0,
                      "stage extract": 10.0, "PostgreSQL: the facts phase": 7.0, "Ray: raylet": 5.0}
     assert sum(parts.values()) == sum(by_process.values())
+
+
+def test_the_tree_memory_counts_a_grandchilds_private_pages_and_its_title():
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    from jobs.bench import memory_use
+
+    hold = "import time\nheld = b'x' * (80 * 2**20)\nprint('ready', flush=True)\ntime.sleep(30)\n"
+    # a child that starts a grandchild holding 80 MiB of its own pages
+    parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', "
+                               f"{hold!r}, 'holder'])\n"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout.readline().strip() == "ready"
+        memory = memory_use.TreeMemory()
+        memory.sample(0.0, psutil.Process(parent.pid))
+        time.sleep(0.1)
+        memory.sample(5.0, psutil.Process(parent.pid))
+    finally:
+        for child in psutil.Process(parent.pid).children(recursive=True):
+            child.kill()
+        parent.kill()
+        parent.wait()
+    summary = memory.summary()
+    (title, held), *_ = summary["largest_processes_mib"]
+    assert title == " ".join([sys.executable, "-c", hold])[:48] and 80 <= held < 120, summary
+    # the root is the driver, its child "other processes of the import": the grandchild's 80 MiB is there
+    assert summary["by_component_mib"][cpu_use.DRIVER] < 80 <= summary["by_component_mib"]["other processes of the import"]
+    assert [at for at, _ in summary["series_mib"]] == [0.0, 5.0] and summary["peak_in_use_mib"] >= 0
+
+
+def test_the_table_benchmark_writes_the_same_csv_of_the_size_asked(tmp_path: Path):
+    import csv
+
+    from jobs.bench import table
+
+    rows = table.write_csv(tmp_path / "a.csv", 0.05)
+    table.write_csv(tmp_path / "b.csv", 0.05)
+    text = (tmp_path / "a.csv").read_text()
+    assert 50_000 <= len(text.encode()) < 50_300 and text == (tmp_path / "b.csv").read_text()
+    read = list(csv.reader(text.splitlines()))
+    assert read[0] == ["id", "customer", "date", "note"] and len(read) == rows + 1
+    assert all(len(row) == 4 for row in read)
