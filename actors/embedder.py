@@ -14,7 +14,7 @@ import json
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -192,9 +192,22 @@ class Embed:
         self._batch_size = batch_size
         self._cache = VectorCache(_CACHE_TEXTS)
 
-    def __call__(self, batch: pa.Table) -> pa.Table:
+    def __call__(self, batch: pa.Table) -> Iterator[pa.Table]:
+        """The batch's rows with their vectors, handed on a group at a time (`GROUP_TEXTS`)."""
+        group: list[dict] = []
+        wanted = 0
+        for row in records.to_rows(batch):
+            texts = len(row["chunks"] or []) + len(row["claims"] or []) if records.is_active(row) else 0
+            if group and wanted + texts > GROUP_TEXTS:
+                yield self._embed(group)
+                group, wanted = [], 0
+            group.append(row)
+            wanted += texts
+        if group:
+            yield self._embed(group)
+
+    def _embed(self, rows: list[dict]) -> pa.Table:
         started = records.clock()
-        rows = records.to_rows(batch)
         todo: dict[bytes, list[dict]] = {}   # text key → the chunks and claims that need its vector
         texts: dict[bytes, str] = {}
         for row in rows:
@@ -272,6 +285,13 @@ class EmbedTexts:
 
 # Texts whose vectors an embedder keeps: 100k vectors of 384 floats are ~150 MiB.
 _CACHE_TEXTS = 100_000
+# Texts (chunks and claims) one group of a batch asks for before its documents are handed on. A
+# batch is 128 documents (`jobs/stages.py::_EMBED_BATCH_DOCS`); 128 parts of a large table are
+# about 213,000 chunks, all encoded before any landed: a 1 GB CSV landed its first chunks after 22
+# minutes with a one-layer model, and would after more than an hour with all-MiniLM-L6-v2. A group
+# of notes (about 12 texts a document) is the whole batch, as before; `encode` still sorts and
+# batches the texts of a group together. A document is never split.
+GROUP_TEXTS = 4096
 
 
 class VectorCache:

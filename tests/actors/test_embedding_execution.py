@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from actors import bf16_embedder, calibration, onnx_embedder
@@ -134,9 +135,9 @@ def test_no_text_is_encoded_twice_in_a_run():
     embed = Embed.__new__(Embed)
     embed._model, embed._batch_size, embed._cache = _CountingModel(), 8, VectorCache(100)
     embed._ref = ModelRef("counting", "", "torch")
-    first = embed(records.to_table([_row("a", "Chunk A.", ["Joanna said that thanks, Nate!", "Chunk A."]),
-                                    _row("b", "Chunk B.", ["Joanna said that thanks, Nate!"])]))
-    second = embed(records.to_table([_row("c", "Chunk C.", ["Joanna said that thanks, Nate!"])]))
+    first = pa.concat_tables(embed(records.to_table([_row("a", "Chunk A.", ["Joanna said that thanks, Nate!", "Chunk A."]),
+                                                     _row("b", "Chunk B.", ["Joanna said that thanks, Nate!"])])))
+    second = pa.concat_tables(embed(records.to_table([_row("c", "Chunk C.", ["Joanna said that thanks, Nate!"])])))
     assert sorted(embed._model.asked) == ["Chunk A.", "Chunk B.", "Chunk C.", "Joanna said that thanks, Nate!"]
     rows = records.to_rows(first) + records.to_rows(second)
     assert [(r["chunk_vectors_computed"], r["claim_vectors_computed"]) for r in rows] == [(1, 1), (1, 0), (1, 0)]
@@ -241,3 +242,21 @@ def test_the_dimension_is_read_from_the_model_folder_without_loading_the_model(t
     modules[-2]["type"] = "sentence_transformers.models.SomethingElse"
     (folder / "modules.json").write_text(json.dumps(modules))
     assert configured_dimension(folder) is None
+
+
+def test_a_batch_is_handed_on_in_groups_of_texts_and_no_document_is_split(monkeypatch):
+    from actors import embedder
+
+    monkeypatch.setattr(embedder, "GROUP_TEXTS", 5)
+    embed = Embed.__new__(Embed)
+    embed._model, embed._batch_size, embed._cache = _CountingModel(), 8, VectorCache(100)
+    embed._ref = ModelRef("counting", "", "torch")
+    # 3, 3, 6 and 1 texts: the third alone exceeds a group and is still one group
+    docs = [_row("a", "A.", ["a1", "a2"]), _row("b", "B.", ["b1", "b2"]), _row("c", "C.", [f"c{i}" for i in range(5)]),
+            _row("d", "D.", [])]
+    groups = [records.to_rows(t) for t in embed(records.to_table(docs))]
+    assert [[r["item"] for r in g] for g in groups] == [["a"], ["b"], ["c"], ["d"]]
+    assert all(c["embedding"] for g in groups for r in g for c in r["chunks"] + r["claims"])
+    assert len(embed._model.asked) == 3 + 3 + 6 + 1
+    monkeypatch.setattr(embedder, "GROUP_TEXTS", 7)
+    assert [[r["item"] for r in records.to_rows(t)] for t in embed(records.to_table(docs[:2]))] == [["a", "b"]]

@@ -62,7 +62,7 @@ def test_landing_a_write_batch_twice_changes_nothing(memory, tmp_path):
     batch = stages.structure(batch, memory.chunk_target_chars)
     batch = stages.chunk(batch, memory.chunk_target_chars)
     batch = Extract(ExtractorConfig())(batch)
-    batch = Embed(model, "cpu", memory.embed_batch(False), 1)(batch)
+    batch = pa.concat_tables(Embed(model, "cpu", memory.embed_batch(False), 1)(batch))
     extractor = build_extractor(ExtractorConfig()).version
     tables = _COUNTED + ("representations", "sections", "claim_occurrences", "extraction_ledger", "import_run_items")
     work = "SELECT version_id, stage, status, attempts, last_error, owner_run FROM stage_work ORDER BY 1, 2"
