@@ -58,7 +58,9 @@ def _one(work: Path, megabytes: float, args: argparse.Namespace) -> dict[str, An
     child = run_child(["jobs.import_corpus", str(corpus)], home, args, memory=True)
     with store.connect(embedded.start((home / "pg").resolve())) as conn:
         report = bench_queries.last_import_report(conn)
-    return {"megabytes": megabytes, "bytes": (corpus / "table.csv").stat().st_size, "rows": rows,
+        landed = sorted(bench_queries.last_import_landings(conn))
+    return {"first_landed_seconds": round(landed[0], 1) if landed else None,
+            "half_landed_seconds": round(landed[len(landed) // 2], 1) if landed else None, "megabytes": megabytes, "bytes": (corpus / "table.csv").stat().st_size, "rows": rows,
             "parts": report["counts"]["new_versions"], "chunks": report["counts"]["chunks"],
             "failed": report["counts"]["failed"], "exit_seconds": round(child["exit_seconds"], 1),
             "embedding": report.get("embedding", {}).get("model"), "memory": child["memory"]}
@@ -78,7 +80,9 @@ def render(results: dict[str, Any]) -> str:
         r = results[name]
         m = r["memory"]
         lines += [f"  {r['bytes'] / 1e6:,.0f} MB ({r['rows']:,} rows): {r['parts']} parts, {r['chunks']:,} chunks, "
-                  f"{r['failed']} failed, {r['exit_seconds']:,.0f} s to exit (embedding {r['embedding']})",
+                  f"{r['failed']} failed, {r['exit_seconds']:,.0f} s to exit (embedding {r['embedding']}); "
+                  f"the first part landed after {r['first_landed_seconds']} s, half of them after "
+                  f"{r['half_landed_seconds']} s",
                   f"    memory in use above idle, peak {m['peak_in_use_mib']:,} MiB at {m['peak_at_seconds']:,.0f} s; "
                   "by component: " + ", ".join(f"{k} {v:,}" for k, v in list(m["by_component_mib"].items())[:6]),
                   "    largest processes: " + ", ".join(f"{t.strip()} {v:,}" for t, v in m["largest_processes_mib"][:4])]
