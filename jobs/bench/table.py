@@ -75,7 +75,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def render(results: dict[str, Any]) -> str:
-    lines = [f"CSV imports, each into a new memory, with the memory held while they ran (PSS, every 5 s)"]
+    lines = ["CSV imports, each into a new memory, with the memory held while they ran (PSS, every 5 s)"]
     for name in ("baseline", "run"):
         r = results[name]
         m = r["memory"]
