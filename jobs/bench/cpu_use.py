@@ -59,6 +59,17 @@ def per_request_ms(before: Snapshot, after: Snapshot, requests: int) -> dict[str
     return out
 
 
+def tree(*roots: psutil.Process) -> list[tuple[psutil.Process, psutil.Process]]:
+    """(root, process) for each root and every process under it; a root that ended gives none."""
+    found = []
+    for root in roots:
+        try:
+            found += [(root, process) for process in (root, *root.children(recursive=True))]
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
 class TreeCpu:
     """The CPU seconds of process trees, sampled while they run: the last reading of every process
     ever seen under a root, so a worker that ended between two samples keeps what it had spent by
@@ -71,21 +82,16 @@ class TreeCpu:
 
     def sample(self, *roots: psutil.Process, names: dict[int, str] | None = None) -> None:
         """`names`: the components of PostgreSQL backends by pid (`postgres_components`)."""
-        for root in roots:
+        for root, process in tree(*roots):
             try:
-                processes = [root, *root.children(recursive=True)]
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                key, times = (process.pid, process.create_time()), process.cpu_times()
+                label = import_component(process, root, names or {})
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
-            for process in processes:
-                try:
-                    key, times = (process.pid, process.create_time()), process.cpu_times()
-                    label = import_component(process, root, names or {})
-                except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-                    continue
-                self._seconds[key] = max(self._seconds.get(key, 0.0), times.user + times.system)
-                # a worker's title changes with its task; an actor's or a named backend's stays
-                if self._labels.get(key, RAY_WORKERS) in (RAY_WORKERS, POSTGRES_UNNAMED):
-                    self._labels[key] = label
+            self._seconds[key] = max(self._seconds.get(key, 0.0), times.user + times.system)
+            # a worker's title changes with its task; an actor's or a named backend's stays
+            if self._labels.get(key, RAY_WORKERS) in (RAY_WORKERS, POSTGRES_UNNAMED):
+                self._labels[key] = label
 
     @property
     def seconds(self) -> float:

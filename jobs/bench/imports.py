@@ -133,10 +133,10 @@ def run_child(module_args: list[str], home: Path, args: argparse.Namespace, *, m
                 break
             if tick % 10 == 0:
                 server = server or embedded.server_process(data_dir)
-                cpu.sample(proc, *([server] if server is not None else []), names=who.read())
-            if held is not None and tick % 100 == 0:
-                held.sample(time.perf_counter() - started, proc, *([server] if server is not None else []),
-                            names=who.read())
+                roots, names = [proc, *([server] if server is not None else [])], who.read()
+                cpu.sample(*roots, names=names)
+                if held is not None and tick % 100 == 0:
+                    held.sample(time.perf_counter() - started, *roots, names=names)
             time.sleep(0.05)
     finally:
         who.close()

@@ -49,20 +49,15 @@ class TreeMemory:
 
     def sample(self, at: float, *roots: psutil.Process, names: dict[int, str] | None = None) -> None:
         sums: dict[str, int] = {}
-        for root in roots:
+        for root, process in cpu_use.tree(*roots):
             try:
-                processes = [root, *root.children(recursive=True)]
+                label, held = cpu_use.import_component(process, root, names or {}), pss(process)
+                key, title = (process.pid, process.create_time()), " ".join(process.cmdline())[:48]
             except psutil.Error:
                 continue
-            for process in processes:
-                try:
-                    label, held = cpu_use.import_component(process, root, names or {}), pss(process)
-                    key, title = (process.pid, process.create_time()), " ".join(process.cmdline())[:48]
-                except psutil.Error:
-                    continue
-                sums[label] = sums.get(label, 0) + held
-                if held > self._processes.get(key, (0, ""))[0]:
-                    self._processes[key] = (held, title or process.name())
+            sums[label] = sums.get(label, 0) + held
+            if held > self._processes.get(key, (0, ""))[0]:
+                self._processes[key] = (held, title or process.name())
         used = in_use() - self._idle
         self.series.append((round(at, 1), used // MIB))
         if used > self.peak_in_use:

@@ -59,8 +59,9 @@ def _one(work: Path, megabytes: float, args: argparse.Namespace) -> dict[str, An
     with store.connect(embedded.start((home / "pg").resolve())) as conn:
         report = bench_queries.last_import_report(conn)
         landed = sorted(bench_queries.last_import_landings(conn))
-    return {"first_landed_seconds": round(landed[0], 1) if landed else None,
-            "half_landed_seconds": round(landed[len(landed) // 2], 1) if landed else None, "megabytes": megabytes, "bytes": (corpus / "table.csv").stat().st_size, "rows": rows,
+    return {"megabytes": megabytes, "bytes": (corpus / "table.csv").stat().st_size, "rows": rows,
+            "first_landed_seconds": round(landed[0], 1) if landed else None,
+            "half_landed_seconds": round(landed[len(landed) // 2], 1) if landed else None,
             "parts": report["counts"]["new_versions"], "chunks": report["counts"]["chunks"],
             "failed": report["counts"]["failed"], "exit_seconds": round(child["exit_seconds"], 1),
             "embedding": report.get("embedding", {}).get("model"), "memory": child["memory"]}
