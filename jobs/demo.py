@@ -18,7 +18,8 @@ def main(settings: Settings, *, port: int = 8000) -> int:
                                            batch_size=4)
     # The demo serves its memory on Ray Serve after the import: its Ray is its own, never the one a
     # running `corpusmem serve` holds (see `runtime.init_ray`).
-    runtime.init_ray(quiet=True, job_name=import_corpus.job_name(options), join=False)
+    runtime.init_ray(quiet=True, job_name=import_corpus.job_name(options), join=False,
+                     dashboard=settings.ray_dashboard)
     report = import_corpus.run_import(options, settings)
     print(report.render())
     with store.connect(store.resolve_dsn(settings)) as conn:

@@ -75,7 +75,8 @@ def run_import(options: ImportOptions, settings: Settings, llm: extract_llm.LlmP
     both with a stand-in engine)."""
     started, started_at = time.perf_counter(), time.time()
     ahead = runtime.CalibrationAhead.start(settings)
-    resources = runtime.init_ray(quiet=options.quiet, job_name=job_name(options), keep=options.keep_ray)
+    resources = runtime.init_ray(quiet=options.quiet, job_name=job_name(options), keep=options.keep_ray,
+                                 dashboard=settings.ray_dashboard)
     runtime.check_shared(settings)
     model = runtime.embedding_model(settings, store.resolve_dsn(settings), gpu=resources.get("GPU", 0) >= 1,
                                     ahead=ahead)

@@ -240,7 +240,7 @@ def run(request: VectorImport, settings: Settings, *, quiet: bool = True, **run_
         open_reader(request.store).close()   # a store that cannot be opened fails before Ray starts
     resources = runtime.init_ray(quiet=quiet, job_name=f"corpusmem import-vectors {request.store.store} "
                                                          f"{request.store.location}",
-                                 keep=bool(run_args.get("keep_ray")))
+                                 keep=bool(run_args.get("keep_ray")), dashboard=settings.ray_dashboard)
     prepared = prepare(request, datasource.parallelism_for(resources.get("CPU", 1)))
     print(f"import-vectors: {prepared.describe()}", file=sys.stderr, flush=True)
     if request.dry_run:

@@ -150,7 +150,7 @@ def run_reembed(settings: Settings, options: ReembedOptions,
     pinned = store.pinned_model(dsn)
     if pinned is None:
         raise ReembedError("this memory has no vectors yet: import something first")
-    resources = runtime.init_ray(quiet=options.quiet, job_name="corpusmem reembed")
+    resources = runtime.init_ray(quiet=options.quiet, job_name="corpusmem reembed", dashboard=settings.ray_dashboard)
     runtime.check_shared(settings)
     gpu = resources.get("GPU", 0) >= 1
     target = target_model(settings, pinned, options, gpu=gpu)

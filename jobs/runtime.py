@@ -139,7 +139,7 @@ _job_name: str | None = None   # the name this process gave its job
 
 def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str | None = None,
              join: bool = True, serves: bool = False, keep: bool = False,
-             dashboard: bool | None = None) -> dict[str, float]:
+             dashboard: bool = True) -> dict[str, float]:
     """Connect to `RAY_ADDRESS` (shipping this project as the job's working dir), else join the Ray
     of a running `corpusmem serve` of this user (`served_ray`), else do what `ray.init` does (join
     a Ray that `ray start` left running, or start one for this process; `RAY_ADDRESS=local`
@@ -151,9 +151,9 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str |
     which does not join either, and marks the Ray it starts as a server's, for the commands run
     while it serves to join. `keep`: a Ray this process would start is started
     by `ray start` instead, so that it outlives the process and the next command joins it.
-    `dashboard=False`: a Ray this process starts runs without the dashboard's modules (Ray keeps
-    only its usage head): for a Ray nobody watches, such as a test session's, whose dashboard
-    processes would poll all the while."""
+    `dashboard=False` (`CORPUSMEM_RAY_DASHBOARD=false`): a Ray this process starts runs without the
+    dashboard's modules (Ray keeps only its usage head): for a Ray nobody watches, such as a test
+    session's, whose dashboard processes would poll all the while."""
     global _dashboard_url, _job_name
     import ray
 
@@ -192,10 +192,10 @@ def init_ray(*, num_cpus: int | None = None, quiet: bool = True, job_name: str |
         if serves:
             os.environ[_SERVER_MARK] = "1"   # inherited by the raylet this process may start
         if keep and address is None:
-            address = _start_kept(num_cpus)
+            address = _start_kept(num_cpus, dashboard)
         context = ray.init(address=address, num_cpus=num_cpus if address in (None, "local") else None,
                            runtime_env=runtime_env, job_config=job_config, log_to_driver=not quiet,
-                           include_dashboard=dashboard, configure_logging=True,
+                           include_dashboard=None if dashboard else False, configure_logging=True,
                            logging_level=logging.ERROR if quiet else logging.INFO)
         _dashboard_url = context.dashboard_url or None
         shutdown.keep_signals()
@@ -270,12 +270,13 @@ def free_port() -> int:
     raise RuntimeError(f"no free TCP port in {min(_SERVER_PORTS)}–{max(_SERVER_PORTS)}")
 
 
-def _start_kept(num_cpus: int | None) -> str:
+def _start_kept(num_cpus: int | None, dashboard: bool) -> str:
     """`ray start --head` on this machine (a Ray no process owns, which `ray.init` then joins, and
     so does every later command, as Ray's own rule is); its address."""
     ray_cli = Path(sys.executable).with_name("ray")
     command = [str(ray_cli), "start", "--head", "--disable-usage-stats",
-               *([f"--num-cpus={num_cpus}"] if num_cpus is not None else [])]
+               *([f"--num-cpus={num_cpus}"] if num_cpus is not None else []),
+               *([] if dashboard else ["--include-dashboard=false"])]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         raise RuntimeError(f"`{' '.join(command)}` failed: {(done.stderr or done.stdout).strip()[-500:]}")

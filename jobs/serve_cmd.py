@@ -47,7 +47,8 @@ def start(settings: Settings, host: str, port: int) -> str:
         os.environ.get("RAY_ADDRESS") in (None, "", "local") else {}
     os.environ.update(direct)   # the raylet this process starts passes them to Serve's processes
     try:
-        resources = runtime.init_ray(quiet=True, job_name="corpusmem serve", serves=True)
+        resources = runtime.init_ray(quiet=True, job_name="corpusmem serve", serves=True,
+                                     dashboard=settings.ray_dashboard)
     finally:
         for name in direct:
             del os.environ[name]

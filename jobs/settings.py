@@ -112,6 +112,10 @@ SETTINGS: tuple[Setting, ...] = (
             "Seconds before the first retry of a transient failure; doubles with each attempt."),
     Setting("CORPUSMEM_RETRY_BACKOFF_MAX_S", "retry_backoff_max_s", "60.0",
             "Longest wait between two attempts."),
+    Setting("CORPUSMEM_RAY_DASHBOARD", "ray_dashboard", "true",
+            "`false`: a Ray that a command starts (`import`, `serve`, `reembed`, `demo`) runs without Ray's "
+            "dashboard: nobody can watch its jobs, and it starts seconds sooner and spends less CPU while it "
+            "runs (docs/performance.md). A Ray a command joins keeps what it was started with."),
     Setting("CORPUSMEM_SERVE_REPLICAS", "serve_replicas", "1",
             "Replicas of the read API's ingress deployment (`corpusmem serve`)."),
     Setting("CORPUSMEM_SERVE_CACHE_SHARE", "serve_cache_share", "0.5",
@@ -186,6 +190,7 @@ class Settings(BaseModel):
     retry_backoff_s: float = Field(ge=0, le=3600, description="CORPUSMEM_RETRY_BACKOFF_S")
     retry_backoff_max_s: float = Field(ge=0, le=3600, description="CORPUSMEM_RETRY_BACKOFF_MAX_S")
     serve_replicas: int = Field(ge=1, le=256, description="CORPUSMEM_SERVE_REPLICAS")
+    ray_dashboard: bool = Field(description="CORPUSMEM_RAY_DASHBOARD")
     serve_cache_share: float = Field(ge=0, le=1, description="CORPUSMEM_SERVE_CACHE_SHARE")
     pool_general: int = Field(ge=1, le=256, description="CORPUSMEM_POOL_GENERAL")
     pool_retrieval: int = Field(ge=1, le=256, description="CORPUSMEM_POOL_RETRIEVAL")

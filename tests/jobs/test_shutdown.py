@@ -181,22 +181,6 @@ def _serve(home: Path) -> tuple[subprocess.Popen, int, Path]:
     return server, port, log_path
 
 
-def test_serve_stops_on_sigterm_within_10_s_and_leaves_nothing_running(home: Path):
-    server, _, log_path = _serve(home)
-
-    before = _processes(session=server.pid, home=home) + [psutil.Process(server.pid)]
-    names = _names(before)
-    assert {"raylet", "gcs_server", "postgres"} <= names, names  # what the check below must see go
-    code, took = _stop(server, signal.SIGTERM)
-    print(f"serve: SIGTERM to exit {took:.1f} s")
-
-    assert code == 0, f"exit {code} after {took:.1f} s:\n{_log_tail(log_path)}"
-    assert took < STOP_S
-    left = [proc for proc in before if _running(proc)] + _processes(session=server.pid, home=home)
-    assert not left, _describe(left)
-    assert not (home / "pg" / "postmaster.pid").exists()
-
-
 def test_serve_refuses_a_port_in_use_before_it_starts_anything(home: Path):
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
@@ -436,10 +420,12 @@ def test_an_import_with_keep_ray_leaves_its_ray_to_the_next_command_which_joins_
         _end_ray_in(temp)
 
 
-def test_an_import_that_joined_a_server_is_interrupted_by_its_stop_and_a_rerun_resumes_it(home: Path):
-    """The import joins the Ray of a running `corpusmem serve` (of another memory). Stopping the
-    server stops the import first, as a Ctrl-C would: it says why, exits 130 with its run recorded
-    interrupted, and a re-run (on a Ray of its own) ends with every document."""
+def test_serve_stops_on_sigterm_within_10_s_leaves_nothing_running_and_interrupts_an_import_that_joined_it(
+        home: Path):
+    """SIGTERM ends `corpusmem serve` within 10 s with nothing of it left running: Ray's processes,
+    the dashboard's, the embedded PostgreSQL. An import that joined its Ray (of another memory)
+    is stopped first, as a Ctrl-C would: it says why, exits 130 with its run recorded interrupted,
+    and a re-run (on a Ray of its own) ends with every document."""
     server, _, serve_log = _serve(home / "served")
 
     imported, corpus = home / "imported", _corpus(home.parent, 120)
@@ -452,13 +438,16 @@ def test_an_import_that_joined_a_server_is_interrupted_by_its_stop_and_a_rerun_r
     _wait_for_versions(_embedded_dsn(imported / "pg"), importer, import_log)
     assert "joined the Ray of the running `corpusmem serve`" in import_log.read_text()
 
+    before = _processes(session=server.pid, home=home / "served") + [psutil.Process(server.pid)]
+    assert {"raylet", "gcs_server", "postgres"} <= _names(before), _names(before)   # what must be seen to go
     code, took = _stop(server, signal.SIGTERM)
     print(f"serve with a joined import: SIGTERM to exit {took:.1f} s")
     assert code == 0 and took < STOP_S, f"exit {code} after {took:.1f} s:\n{_log_tail(serve_log)}"
     assert importer.wait(timeout=STOP_S) == 130, _log_tail(import_log)
     assert "whose Ray this import joined is stopping" in import_log.read_text(), _log_tail(import_log)
-    left = _left([], session=server.pid, home=home / "served") + _processes(session=importer.pid, home=imported)
+    left = _left(before, session=server.pid, home=home / "served") + _processes(session=importer.pid, home=imported)
     assert not left, _describe(left)
+    assert not (home / "served" / "pg" / "postmaster.pid").exists()
 
     rerun = subprocess.run([sys.executable, "-m", "jobs.cli", "import", "--no-progress", str(corpus)], cwd=ROOT,
                            env=_env(imported), capture_output=True, text=True, timeout=START_S)

@@ -70,7 +70,8 @@ def serving(pg_admin_dsn, example_import, ray_local, tmp_path_factory):
     memory = clone_example(pg_admin_dsn, example_import, unique_name("cm_served"), tmp_path)
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "REMEMBER_"))}
-    env.update(CORPUSMEM_DSN=memory.dsn, CORPUSMEM_HOME=str(memory.home), CORPUSMEM_OBJECT_STORE=memory.object_store_uri)
+    env.update(CORPUSMEM_DSN=memory.dsn, CORPUSMEM_HOME=str(memory.home), CORPUSMEM_OBJECT_STORE=memory.object_store_uri,
+               CORPUSMEM_RAY_DASHBOARD="true")   # tests/serve/test_dashboard.py watches its Ray's jobs
     log = open(tmp_path / "serve.log", "w")
     server = subprocess.Popen([sys.executable, "-m", "jobs.cli", "serve", "--port", str(port)], cwd=ROOT, env=env,
                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
