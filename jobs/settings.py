@@ -113,9 +113,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CORPUSMEM_RETRY_BACKOFF_MAX_S", "retry_backoff_max_s", "60.0",
             "Longest wait between two attempts."),
     Setting("CORPUSMEM_RAY_DASHBOARD", "ray_dashboard", "true",
-            "`false`: a Ray that a command starts (`import`, `serve`, `reembed`, `demo`) runs without Ray's "
-            "dashboard: nobody can watch its jobs, and it starts seconds sooner and spends less CPU while it "
-            "runs (docs/performance.md). A Ray a command joins keeps what it was started with."),
+            "`false`: a Ray that a command starts (`import`, `import-vectors`, `serve`, `reembed`, `demo`) runs "
+            "without Ray's dashboard: nobody can watch its jobs, and it starts seconds sooner and spends less "
+            "CPU while it runs (docs/performance.md). A Ray a command joins keeps what it was started with."),
     Setting("CORPUSMEM_SERVE_REPLICAS", "serve_replicas", "1",
             "Replicas of the read API's ingress deployment (`corpusmem serve`)."),
     Setting("CORPUSMEM_SERVE_CACHE_SHARE", "serve_cache_share", "0.5",
