@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from pipeline import records
 from pipeline.documents import blocks as blocks_mod
-from pipeline.documents.chunk import build_chunks
+from pipeline.documents.chunk import BLOCK_CAP_FACTOR, build_chunks
 from pipeline.documents.convert import OCR, ConversionError, ConvertOptions, NeedsOcr, NoRoute, OcrOptions, section_role
 from pipeline.documents.convert import convert as convert_bytes
 from pipeline.documents.walk import SourceOptions, read_item
@@ -90,7 +90,7 @@ def convert(batch: pa.Table, ocr: OcrOptions | None = None, options: ConvertOpti
 def structure(batch: pa.Table, target_chars: int) -> pa.Table:
     """`document.md` → sections from headings, each with a role (a table's all `table`)."""
     def step(row: Row) -> None:
-        found = blocks_mod.split_blocks(row["markdown"], max_block_chars=2 * target_chars)
+        found = blocks_mod.split_blocks(row["markdown"], max_block_chars=BLOCK_CAP_FACTOR * target_chars)
         row["sections"] = build_sections(row["markdown"], found, all_role=section_role(row["converter"]))
     return _each_active(batch, "structure", step)
 
@@ -98,7 +98,7 @@ def structure(batch: pa.Table, target_chars: int) -> pa.Table:
 def chunk(batch: pa.Table, target_chars: int) -> pa.Table:
     """Sections → chunks: non-overlapping runs of whole blocks with exact char offsets."""
     def step(row: Row) -> None:
-        found = blocks_mod.split_blocks(row["markdown"], max_block_chars=2 * target_chars)
+        found = blocks_mod.split_blocks(row["markdown"], max_block_chars=BLOCK_CAP_FACTOR * target_chars)
         row["chunks"] = build_chunks(row["markdown"], found, row["sections"], target_chars)
         if not row["chunks"]:
             raise ValueError("the converted document has no text to chunk")
