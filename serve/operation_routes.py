@@ -2,7 +2,7 @@
 (`resolve_entity`, `claims_and_sources_context`, `facts_context`, `combined_context`).
 
 Arguments and the time mode are checked before anything is embedded; the answer is read in one
-snapshot of the `retrieval` pool.
+snapshot of the `retrieval` pool, on generic plans (`serve.replica.GENERIC_PLANS`).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def operation_router(pools: Pools, questions: Questions) -> APIRouter:
         skip_model = name == "facts_context" and args.get("entity_ids")   # anchored: nothing to embed
         pin = questions.pin
         question = None if skip_model else await questions.vector(args["query"], pin)
-        async with pools.snapshot("retrieval") as c:
+        async with pools.snapshot("retrieval", generic_plans=True) as c:
             if question is not None:
                 question = await questions.in_space(c, args["query"], question, pin)
             if name == "facts_context":
