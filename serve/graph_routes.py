@@ -1,5 +1,6 @@
 """The graph routes: an entity's neighbourhood, a path between two entities, and a citation
-path between two documents, each walked in one snapshot of the `graph` pool.
+path between two documents, each walked in one snapshot of the `graph` pool (the entities' walks
+on generic plans, `serve.replica.GENERIC_PLANS`).
 
 A walk reads edges at one world instant and one belief instant, given together or not at all.
 """
@@ -60,7 +61,7 @@ def graph_router(pools: Pools) -> APIRouter:
     @router.post("/graph/neighborhood", response_model=dict[str, Any])
     async def graph_neighborhood(body: NeighborhoodRequest) -> Response:
         _both_clocks(body)
-        async with pools.snapshot("graph") as c:
+        async with pools.snapshot("graph", generic_plans=True) as c:
             return m.envelope(await graph.neighborhood(c, entity_id=str(body.entity_id), hops=body.hops,
                                                        predicates=body.predicates or [], valid_at=body.valid_at,
                                                        believed_at=body.believed_at, limit=body.limit,
@@ -70,7 +71,7 @@ def graph_router(pools: Pools) -> APIRouter:
     @router.post("/graph/path", response_model=dict[str, Any])
     async def graph_path(body: PathRequest) -> Response:
         _both_clocks(body)
-        async with pools.snapshot("graph") as c:
+        async with pools.snapshot("graph", generic_plans=True) as c:
             return m.envelope(await graph.path(c, start=str(body.from_entity_id), end=str(body.to_entity_id),
                                                max_hops=body.max_hops, predicates=body.predicates or [],
                                                valid_at=body.valid_at, believed_at=body.believed_at))

@@ -66,20 +66,22 @@ def test_a_snapshot_asked_for_generic_plans_uses_them_for_its_transaction_alone(
     assert asyncio.run(modes()) == ["force_generic_plan", "auto", "force_generic_plan"]
 
 
-def test_the_operations_answer_the_same_bytes_on_generic_plans(example_memory):
+def test_the_reads_on_generic_plans_answer_the_same_bytes(example_memory, monkeypatch):
     """Generic plans change how PostgreSQL runs a statement, never what it answers: every
     operation's envelope, for questions drawn from the memory's own claims and anchored on its
-    entities, in every time mode, is the same JSON on custom and on generic plans. Every statement
-    is prepared at once (`prepare_threshold=0`), since a plan mode only applies to prepared ones."""
+    entities, in every time mode, and the entities' graph walks, are the same JSON on custom and on
+    generic plans. Every statement is prepared at once (`prepare_threshold=0`), since a plan mode
+    only applies to prepared ones."""
     from datetime import datetime, timezone
 
     from pgvector.psycopg import register_vector_async
 
-    from serve import reads
+    from serve import graph, reads
     from serve.replica import GENERIC_PLANS, _configure
     from serve.retrieval.facts import TimeQuery
 
     at = datetime(2026, 12, 1, tzinfo=timezone.utc)
+    monkeypatch.setattr(graph, "now", lambda: at)
     times = [TimeQuery(), TimeQuery("history"), TimeQuery("at", at=datetime(2024, 3, 1, tzinfo=timezone.utc)),
              TimeQuery("overlap", start=datetime(2023, 1, 1, tzinfo=timezone.utc), end=at)]
 
@@ -105,7 +107,11 @@ def test_the_operations_answer_the_same_bytes_on_generic_plans(example_memory):
                             await reads.claims_and_sources_context(conn, "When was it that " + text, vector=vector,
                                                                    at=at),
                             await reads.claims_and_sources_context(conn, text, vector=vector, entity_ids=anchor,
-                                                                   at=at)):
+                                                                   at=at),
+                            await graph.neighborhood(conn, entity_id=anchor[0], hops=2, predicates=[], valid_at=None,
+                                                     believed_at=None, limit=20, include_paths=True),
+                            await graph.path(conn, start=anchor[0], end=entities[(n + 1) % len(entities)],
+                                             max_hops=3, predicates=[], valid_at=None, believed_at=None)):
                         found.append(result.model_dump_json(by_alias=True).encode())
             assert len(questions) == 12 and entities
             plans = await (await conn.execute("SELECT sum(generic_plans) FROM pg_prepared_statements")).fetchone()
@@ -113,5 +119,6 @@ def test_the_operations_answer_the_same_bytes_on_generic_plans(example_memory):
 
     (custom, _), (generic, generic_plans) = asyncio.run(answers(False)), asyncio.run(answers(True))
     assert generic_plans > 100   # the reads' statements ran on generic plans
-    assert len(custom) == 48 and sum(b'"fact_id"' in a for a in custom) >= 12   # answers with facts in them
+    assert len(custom) == 72 and sum(b'"fact_id"' in a for a in custom) >= 12   # answers with facts in them
+    assert sum(b'"hops":1' in a for a in custom) >= 6   # walks that found neighbours
     assert generic == custom
