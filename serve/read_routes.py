@@ -1,8 +1,9 @@
 """The read API's lookups and searches: relations and observations, hydration and transcripts,
 claim and chunk search (by URL or by body), adjacent chunks and name resolution.
 
-Each route reads one snapshot of the `retrieval` pool (hydration and transcripts: `general`);
-a question is embedded before its connection is taken.
+Each route reads one snapshot of the `retrieval` pool (hydration and transcripts: `general`;
+hydration on generic plans, `serve.replica.GENERIC_PLANS`); a question is embedded before its
+connection is taken.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def read_router(pools: Pools, questions: Questions) -> APIRouter:
 
     @router.get("/hydrate/relation/{relation_id}", response_model=dict[str, Any])
     async def hydrate_relation(relation_id: UUID, prefer: m.Prefer = None) -> Response:
-        async with pools.snapshot() as c:
+        async with pools.snapshot(generic_plans=True) as c:
             return m.envelope(await reads.hydrate_relation(c, str(relation_id)), prefer)
 
     @router.get("/transcript/relation/{relation_id}", response_model=dict[str, Any])

@@ -66,10 +66,10 @@ async def _configure(conn: psycopg.AsyncConnection) -> None:
 # array of ids; and planning those views cost more than running them. On `bench serve`'s memory
 # (108,367 claims), PostgreSQL's CPU a facts_context fell from 11.0 to 9.9 ms, 15.0 to 4.7 ms when
 # anchored on an entity (the graph expansion 6.5 → 0.8), a claims_and_sources_context's from 13.9
-# to 13.1, a two-hop neighbourhood's from 16.6 to 1.9, the answers the same bytes
-# (docs/performance.md, "Plans the reads keep"). Only the operations and the entities' graph
-# walks ask for it: other routes' statements that match an optional argument
-# (`%(s)s IS NULL OR f.subject_id = %(s)s`) need a plan made for the value.
+# to 13.1, a two-hop neighbourhood's from 16.6 to 1.9, a relation's hydration from 1.5 to 0.7, the
+# answers the same bytes (docs/performance.md, "Plans the reads keep"). Only those reads ask for
+# it: other routes' statements that match an optional argument (`%(s)s IS NULL OR f.subject_id =
+# %(s)s`) need a plan made for the value, and searches gained nothing.
 GENERIC_PLANS = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
 
 

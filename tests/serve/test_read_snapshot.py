@@ -69,8 +69,8 @@ def test_a_snapshot_asked_for_generic_plans_uses_them_for_its_transaction_alone(
 def test_the_reads_on_generic_plans_answer_the_same_bytes(example_memory, monkeypatch):
     """Generic plans change how PostgreSQL runs a statement, never what it answers: every
     operation's envelope, for questions drawn from the memory's own claims and anchored on its
-    entities, in every time mode, and the entities' graph walks, are the same JSON on custom and on
-    generic plans. Every statement is prepared at once (`prepare_threshold=0`), since a plan mode
+    entities, in every time mode, the entities' graph walks and the relations' hydration, are the
+    same JSON on custom and on generic plans. Every statement is prepared at once (`prepare_threshold=0`), since a plan mode
     only applies to prepared ones."""
     from datetime import datetime, timezone
 
@@ -82,6 +82,7 @@ def test_the_reads_on_generic_plans_answer_the_same_bytes(example_memory, monkey
 
     at = datetime(2026, 12, 1, tzinfo=timezone.utc)
     monkeypatch.setattr(graph, "now", lambda: at)
+    monkeypatch.setattr(reads, "now", lambda: at)
     times = [TimeQuery(), TimeQuery("history"), TimeQuery("at", at=datetime(2024, 3, 1, tzinfo=timezone.utc)),
              TimeQuery("overlap", start=datetime(2023, 1, 1, tzinfo=timezone.utc), end=at)]
 
@@ -95,6 +96,8 @@ def test_the_reads_on_generic_plans_answer_the_same_bytes(example_memory, monkey
                 " ORDER BY claim_text LIMIT 12")).fetchall()
             entities = [r[0] for r in await (await conn.execute(
                 "SELECT entity_id::text FROM entities ORDER BY canonical_name LIMIT 4")).fetchall()]
+            relations = [r[0] for r in await (await conn.execute(
+                "SELECT fact_id::text FROM facts WHERE kind = 'relation' ORDER BY label, fact_id LIMIT 12")).fetchall()]
             found = []
             for n, (text, vector) in enumerate(questions):
                 anchor = [entities[n % len(entities)]]
@@ -111,7 +114,8 @@ def test_the_reads_on_generic_plans_answer_the_same_bytes(example_memory, monkey
                             await graph.neighborhood(conn, entity_id=anchor[0], hops=2, predicates=[], valid_at=None,
                                                      believed_at=None, limit=20, include_paths=True),
                             await graph.path(conn, start=anchor[0], end=entities[(n + 1) % len(entities)],
-                                             max_hops=3, predicates=[], valid_at=None, believed_at=None)):
+                                             max_hops=3, predicates=[], valid_at=None, believed_at=None),
+                            await reads.hydrate_relation(conn, relations[n % len(relations)])):
                         found.append(result.model_dump_json(by_alias=True).encode())
             assert len(questions) == 12 and entities
             plans = await (await conn.execute("SELECT sum(generic_plans) FROM pg_prepared_statements")).fetchone()
@@ -119,6 +123,6 @@ def test_the_reads_on_generic_plans_answer_the_same_bytes(example_memory, monkey
 
     (custom, _), (generic, generic_plans) = asyncio.run(answers(False)), asyncio.run(answers(True))
     assert generic_plans > 100   # the reads' statements ran on generic plans
-    assert len(custom) == 72 and sum(b'"fact_id"' in a for a in custom) >= 12   # answers with facts in them
+    assert len(custom) == 84 and sum(b'"fact_id"' in a for a in custom) >= 12   # answers with facts in them
     assert sum(b'"hops":1' in a for a in custom) >= 6   # walks that found neighbours
     assert generic == custom
