@@ -3,7 +3,8 @@
 A generated memory of at least `--claims` claims (dated notes about a recurring cast, so entities
 hold facts, plus longer team documents) is imported once; with `--keep DIR` a later run finds it
 and skips the import. `corpusmem serve` is then started on it as a child process, and each read
-operation is timed over HTTP with queries drawn from the memory's own entity names and claim texts.
+operation is timed over HTTP with queries drawn from the memory's own entity names and claim texts,
+as is an entity's two-hop neighbourhood (`/graph/neighborhood`) from the memory's own entities.
 In the same run a bare nearest-neighbour query over the same claim vectors, through psycopg with
 no API in between, gives the floor that the API's latency is compared with.
 """
@@ -29,7 +30,10 @@ from typing import Any
 from jobs import runtime, shutdown
 from jobs.bench import cpu_use, synthetic
 
-OPERATIONS = ("facts_context", "claims_and_sources_context", "resolve_entity")
+OPERATIONS = ("facts_context", "claims_and_sources_context", "resolve_entity", "graph_neighborhood")
+# The route of each operation that is not one of the assured `/operations/{name}`: an entity's
+# two-hop neighbourhood, the walk an agent makes from a name it resolved.
+_ROUTES = {"graph_neighborhood": "/graph/neighborhood"}
 FLOOR = "bare_pgvector"
 CLIENTS = (1, 8)
 # the issue's target: facts_context p95 at 8 clients within this multiple of the floor's p95
@@ -136,16 +140,17 @@ class Queries:
     names: list[str]           # entity names, for resolve_entity
     claim_texts: list[str]     # claim texts, for facts_context and claims_and_sources_context
     claim_vectors: list[Any]   # the stored vectors of those claim texts, for the floor
+    entity_ids: list[str] = field(default_factory=list)   # those entities' ids, for graph_neighborhood
 
     def part(self, start: int, count: int) -> Queries:
         """`count` of them from `start`: each run asks its own questions."""
         return Queries(self.names[start:start + count], self.claim_texts[start:start + count],
-                       self.claim_vectors[start:start + count])
+                       self.claim_vectors[start:start + count], self.entity_ids[start:start + count])
 
 
 def draw_queries(dsn: str, count: int, seed: int) -> Queries:
-    """`count` entity names and `count` claims with their vectors, in a seeded order of their ids
-    (the same memory and seed give the same queries)."""
+    """`count` entities (names and ids) and `count` claims with their vectors, in a seeded order of
+    their ids (the same memory and seed give the same queries)."""
     from pgvector.psycopg import register_vector
 
     from sql.read import bench_queries
@@ -156,8 +161,8 @@ def draw_queries(dsn: str, count: int, seed: int) -> Queries:
         names, claims = bench_queries.seeded_questions(conn, count, seed)
     if not names or not claims:
         raise SystemExit("corpusmem bench serve: the memory has no entities or no embedded claims to ask about")
-    return Queries(names=_cycle(names, count), claim_texts=_cycle([c[0] for c in claims], count),
-                   claim_vectors=_cycle([c[1] for c in claims], count))
+    return Queries(names=_cycle([n for n, _ in names], count), claim_texts=_cycle([c[0] for c in claims], count),
+                   claim_vectors=_cycle([c[1] for c in claims], count), entity_ids=_cycle([e for _, e in names], count))
 
 
 def _cycle(items: list[Any], count: int) -> list[Any]:
@@ -172,6 +177,8 @@ def operation_bodies(name: str, queries: Queries) -> list[dict[str, Any]]:
         return [{"query": q, "time": {"mode": "current"}, "hops": 1} for q in queries.claim_texts]
     if name == "claims_and_sources_context":
         return [{"query": q} for q in queries.claim_texts]
+    if name == "graph_neighborhood":
+        return [{"entity_id": e, "hops": 2, "limit": 50} for e in queries.entity_ids]
     raise ValueError(f"no benchmark for operation {name!r}; one of {', '.join(OPERATIONS)}")
 
 
@@ -280,7 +287,7 @@ def http_client(url: str, operation: str) -> ClientFactory:
         session = stack.enter_context(httpx.Client(base_url=url, timeout=120))
 
         def call(body: dict[str, Any]) -> str | None:
-            response = session.post(f"/operations/{operation}", json=body)
+            response = session.post(_ROUTES.get(operation, f"/operations/{operation}"), json=body)
             return None if response.status_code == 200 else f"HTTP {response.status_code}: {response.text[:150]}"
         return call
     return open_client

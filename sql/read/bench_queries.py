@@ -34,12 +34,13 @@ def memory_figures(conn: psycopg.Connection) -> dict[str, int]:
     return figures
 
 
-def seeded_questions(conn: psycopg.Connection, count: int, seed: int) -> tuple[list[str], list[tuple[str, Any]]]:
-    """`count` entity names and `count` (claim text, vector), in a seeded order of their ids; no
-    claim text twice (a generated memory repeats its sentences, and a server remembers the
-    vectors of the questions it was asked)."""
-    names = [r[0] for r in conn.execute(
-        "SELECT canonical_name FROM entities ORDER BY md5(entity_id::text || %s) LIMIT %s", (str(seed), count))]
+def seeded_questions(conn: psycopg.Connection, count: int, seed: int
+                     ) -> tuple[list[tuple[str, str]], list[tuple[str, Any]]]:
+    """`count` (entity name, entity id) and `count` (claim text, vector), in a seeded order of
+    their ids; no claim text twice (a generated memory repeats its sentences, and a server
+    remembers the vectors of the questions it was asked)."""
+    names = conn.execute("SELECT canonical_name, entity_id::text FROM entities ORDER BY md5(entity_id::text || %s)"
+                         " LIMIT %s", (str(seed), count)).fetchall()
     claims = conn.execute(
         "SELECT claim_text, embedding FROM (SELECT DISTINCT ON (claim_text) claim_text, embedding, claim_id"
         "   FROM claims WHERE embedding IS NOT NULL ORDER BY claim_text, claim_id) c"

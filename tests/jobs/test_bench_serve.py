@@ -115,8 +115,13 @@ def test_render_states_the_target_and_errors():
 
 def test_operation_bodies_follow_the_client_wire_shapes():
     q = bench_serve.Queries(names=["Ravi Shah"], claim_texts=["Ravi Shah leads the billing migration 1."],
-                            claim_vectors=[[0.1]])
+                            claim_vectors=[[0.1]], entity_ids=["6f1c0c1e-0000-5000-8000-000000000001"])
     assert bench_serve.operation_bodies("resolve_entity", q) == [{"name": "Ravi Shah"}]
+    assert bench_serve.operation_bodies("graph_neighborhood", q) == [
+        {"entity_id": "6f1c0c1e-0000-5000-8000-000000000001", "hops": 2, "limit": 50}]
+    # a part keeps each entity's name and id together
+    assert bench_serve.Queries(["a", "b"], ["x", "y"], [[0], [1]], ["ida", "idb"]).part(1, 1) == \
+        bench_serve.Queries(["b"], ["y"], [[1]], ["idb"])
     assert bench_serve.operation_bodies("claims_and_sources_context", q) == [
         {"query": "Ravi Shah leads the billing migration 1."}]
     assert bench_serve.operation_bodies("facts_context", q)[0]["time"] == {"mode": "current"}
