@@ -121,12 +121,9 @@ async def facts(conn: Conn, *, entity_ids: list[str] | None = None, text: str | 
             nodes = await expand(conn, entity_ids, hops, valid_at=time.at or now, predicate=predicate)
         ranked = await facts_queries.nominate_entities(conn, entity_ids + [e for e, _ in nodes], predicate)
     else:
-        channels = [await facts_queries.nominate_words(conn, text or "", predicate)]
-        if vector is not None:
-            best = await facts_queries.best_profiles(conn, vector)
-            # the facts of the entities whose profiles match best help list-shaped questions
-            channels += [await facts_queries.nominate_meaning(conn, vector, predicate),
-                         await facts_queries.nominate_entities(conn, best, predicate) if best else []]
+        # by words; with a vector also by meaning, and the facts of the entities whose profiles
+        # match best, which help list-shaped questions
+        channels = await facts_queries.nominate_question(conn, text or "", vector, predicate)
         ranked = fusion.fuse(channels)[:facts_queries.CANDIDATES]
     found, read, confirmed = await confirm_best(conn, ranked, time, now, k)
     dropped = read - confirmed

@@ -1,0 +1,50 @@
+"""A question's fact channels, read in one statement, are each the channel read alone."""
+
+from __future__ import annotations
+
+import asyncio
+
+import psycopg
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def test_one_statement_nominates_what_each_channel_nominates_alone(example_memory):
+    from pgvector.psycopg import register_vector_async
+
+    from serve.replica import _configure
+    from sql.read import facts_queries
+    from sql.read.read_queries import fetch
+
+    async def compare() -> int:
+        async with await psycopg.AsyncConnection.connect(example_memory.dsn, autocommit=True) as conn:
+            await register_vector_async(conn)
+            await _configure(conn)
+            questions = await (await conn.execute(
+                "SELECT DISTINCT ON (claim_text) claim_text, embedding FROM claims WHERE embedding IS NOT NULL"
+                " ORDER BY claim_text LIMIT 8")).fetchall()
+            predicate = (await (await conn.execute(
+                "SELECT predicate FROM facts WHERE predicate IS NOT NULL GROUP BY 1 ORDER BY count(*) DESC"
+                " LIMIT 1")).fetchone())[0]
+            nominated = 0
+            for n, (text, vector) in enumerate(questions):
+                chosen = predicate if n % 2 else None
+                words, meaning, profiles = await facts_queries.nominate_question(conn, text, vector, chosen)
+                assert [words] == await facts_queries.nominate_question(conn, text, None, chosen)
+                assert meaning == [r[0] for r in await fetch(
+                    conn, "SELECT id::text FROM memory_v1_private.semantic_nominate('facts', %b, %s, predicate => %s)"
+                          " ORDER BY ord", (vector, facts_queries.CANDIDATES, chosen))]
+                best = await facts_queries.best_profiles(conn, vector)
+                assert profiles == (await facts_queries.nominate_entities(conn, best, chosen) if best else [])
+                nominated += len(words) + len(meaning) + len(profiles)
+                # a short text is also looked for inside labels
+                short = next((w for w in text.split() if w.isalpha()), "the")
+                alone = await fetch(
+                    conn, "SELECT f.fact_id::text FROM facts f WHERE (f.tsv @@ websearch_to_tsquery('english', %s)"
+                          " OR f.label ILIKE %s) ORDER BY f.evidence_count DESC, f.valid_from DESC NULLS LAST,"
+                          " f.label, f.fact_id LIMIT %s", (short, f"%{short}%", facts_queries.CANDIDATES))
+                assert await facts_queries.nominate_question(conn, short, None, None) == [[r[0] for r in alone]]
+            return nominated
+
+    assert asyncio.run(compare()) > 100
