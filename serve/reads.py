@@ -19,7 +19,7 @@ from serve import models as m
 from serve.retrieval import facts as facts_retrieval
 from serve.retrieval import confirmation, fusion
 from sql.read import facts_queries, read_queries
-from sql.read.read_queries import Conn
+from sql.read.read_queries import Conn, Nomination
 
 # The seed's caps.
 EVIDENCE_CAP = 60
@@ -232,9 +232,8 @@ async def claims_and_sources_context(conn: Conn, query: str, *, k: int = 50, can
         if missing:
             return _envelope("evidence", at, negative=m.Negative(kind="unknown_entity",
                                                                 explanation=f"no entity {', '.join(missing)}"))
-    nominated = {f"{table}_{channel}": await read_queries.nominate(conn, table, channel, query, vector,
-                                                                   candidate_k, entity_ids)
-                 for table in ("claims", "chunks") for channel in ("semantic", "bm25")}
+    channels = {f"{table}_{channel}": Nomination(table, channel, entity_ids)
+                for table in ("claims", "chunks") for channel in ("semantic", "bm25")}
     if not entity_ids and vector is not None:
         # The people and things the question names (exact names, as resolve_entity's T0): the claims
         # about them, by meaning, are a channel of their own, so "When did Melanie paint a
@@ -242,19 +241,18 @@ async def claims_and_sources_context(conn: Conn, query: str, *, k: int = 50, can
         spellings = named_in(query)
         named = sorted({e for e, _ in await facts_queries.named_entities(conn, spellings)}) if spellings else []
         if named:
-            nominated["claims_named"] = await read_queries.nominate(conn, "claims", "semantic", query, vector,
-                                                                    candidate_k, named)
+            channels["claims_named"] = Nomination("claims", "semantic", named)
     if vector is not None and asks_when(query):
         # A question that asks for a time is answered by a claim whose world time is known: those
         # claims, by meaning, are a channel of their own.
-        nominated["claims_dated"] = await read_queries.nominate(conn, "claims", "semantic", query, vector,
-                                                                candidate_k, entity_ids, dated=True)
+        channels["claims_dated"] = Nomination("claims", "semantic", entity_ids, dated=True)
     period = question_period(query, at) if vector is not None and not entity_ids else None
     if period and (period[1] - period[0]).days < DAYS_NAMED:
         # A question that names its days ("What did I buy four weeks ago?", read against the
         # instant it is asked) is answered by what happened or was said on them: those claims, by
         # meaning, are a channel of their own.
-        nominated["claims_then"] = await read_queries.nominate_days(conn, vector, *period, candidate_k)
+        channels["claims_then"] = Nomination("claims", "days", days=period)
+    nominated = await read_queries.nominate_all(conn, channels, query, vector, candidate_k)
     # One fused ranking over claims and chunks: a caller sees which claim outranks which chunk.
     # Within one table it is the order of that table's two channels fused alone.
     fused = fusion.signals(nominated, fusion.CHANNEL_WEIGHTS)

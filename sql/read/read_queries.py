@@ -236,33 +236,69 @@ async def nominate(conn: Conn, table: str, channel: str, query: str, vector: Any
     (`semantic`, `memory_v1_private.semantic_nominate`), the query space's nominations too; only
     those about the entities `about` when given, only claims whose world time is known when
     `dated` (semantic)."""
-    if channel == "bm25":
-        sql = ("SELECT id::text FROM memory_v1_private.lexical_nominate(%(table)s, %(q)s, %(k)s, %(about)s::uuid[])"
-               " ORDER BY ord")
-    else:
+    sql, params = Nomination(table, channel, about, dated).statement(k)
+    return [r[0] for r in await fetch(conn, sql, {"q": query, "v": vector, "k": k, **params})]
+
+
+class Nomination(NamedTuple):
+    """One channel, to be read alone (`nominate`, `nominate_days`) or with others in one statement
+    (`nominate_all`): `semantic` or `bm25` over `table`, or `days`, the claims of the days
+    `days` = (first, last) by meaning."""
+
+    table: str
+    channel: str
+    about: list[str] | None = None
+    dated: bool = False
+    days: tuple[date, date] | None = None
+
+    def statement(self, k: int, name: str = "") -> tuple[pgsql.Composable, dict[str, Any]]:
+        """The channel's statement, and its own parameters under names ending in `name` (the
+        question, its vector and `k` are shared: `%(q)s`, `%(v)b`, `%(k)s`)."""
+        table, about, first, after = (pgsql.SQL(f"{p}{name}") for p in ("table", "about", "first", "after"))
+        if self.channel == "days":
+            return pgsql.SQL(
+                "SELECT c.claim_id::text FROM claims c"
+                " WHERE (c.claim_valid_from >= %({0})s AND c.claim_valid_from < %({1})s"
+                "        OR c.asserted_at >= %({0})s AND c.asserted_at < %({1})s) AND c.embedding IS NOT NULL"
+                " ORDER BY c.embedding <=> %(v)b, c.claim_id LIMIT %(k)s").format(first, after), {
+                f"first{name}": datetime.combine(self.days[0], time.min, UTC),
+                f"after{name}": datetime.combine(self.days[1] + timedelta(days=1), time.min, UTC)}
+        if self.channel == "bm25":
+            sql = pgsql.SQL("SELECT id::text FROM memory_v1_private.lexical_nominate(%({})s, %(q)s, %(k)s,"
+                            " %({})s::uuid[]) ORDER BY ord").format(table, about)
+            return sql, {f"table{name}": self.table, f"about{name}": self.about or None}
         # The vector travels in binary (`%(v)b`): as text, formatting and parsing its numbers cost
         # more than the index scan itself. The rest is written into the statement: with the table,
         # the count and the restriction as parameters, PostgreSQL planned the function's six
         # branches again at every call (0.4–0.8 ms of a 2.3–2.7 ms nomination); as constants, one
         # branch is left and its prepared plan is kept.
+        restriction = pgsql.SQL("%({})s::uuid[]").format(about) if self.about else pgsql.SQL("NULL::uuid[]")
         sql = pgsql.SQL("SELECT id::text FROM memory_v1_private.semantic_nominate({}, %(v)b, {}, {}, {}) ORDER BY ord"
-                        ).format(pgsql.Literal(table), pgsql.Literal(int(k)),
-                                 pgsql.SQL("%(about)s::uuid[]" if about else "NULL::uuid[]"), pgsql.Literal(bool(dated)))
-    return [r[0] for r in await fetch(conn, sql, {"q": query, "v": vector, "k": k, "about": about or None,
-                                                  "table": table})]
+                        ).format(pgsql.Literal(self.table), pgsql.Literal(int(k)), restriction,
+                                 pgsql.Literal(bool(self.dated)))
+        return sql, {f"about{name}": self.about} if self.about else {}
+
+
+async def nominate_all(conn: Conn, channels: dict[str, Nomination], query: str, vector: Any,
+                       k: int) -> dict[str, list[str]]:
+    """Every channel of `channels`, by name, read in one statement. A claims_and_sources_context's
+    four to six nominations read as one cost the client 0.8–1.4 ms less and PostgreSQL 0.3–0.8 ms
+    less on `bench serve`'s memory, the answers the same bytes."""
+    parts, params = [], {"q": query, "v": vector, "k": k}
+    for n, nomination in enumerate(channels.values()):
+        sql, own = nomination.statement(k, str(n))
+        parts.append(pgsql.SQL("ARRAY({})").format(sql))
+        params |= own
+    row = await fetch_one(conn, pgsql.SQL("SELECT {}").format(pgsql.SQL(", ").join(parts)), params)
+    return {name: list(found) for name, found in zip(channels, row)}
 
 
 async def nominate_days(conn: Conn, vector: Any, first: date, last: date, k: int) -> list[str]:
     """Ids of the claims of the days `first` to `last` (inclusive, UTC), best first by pgvector
     cosine distance, ties by id: those whose world time starts on them and those said on them
     (migration 0026's two indexes)."""
-    return [r[0] for r in await fetch(
-        conn, "SELECT c.claim_id::text FROM claims c"
-              " WHERE (c.claim_valid_from >= %(first)s AND c.claim_valid_from < %(after)s"
-              "        OR c.asserted_at >= %(first)s AND c.asserted_at < %(after)s) AND c.embedding IS NOT NULL"
-              " ORDER BY c.embedding <=> %(v)b, c.claim_id LIMIT %(k)s",
-        {"v": vector, "k": k, "first": datetime.combine(first, time.min, UTC),
-         "after": datetime.combine(last + timedelta(days=1), time.min, UTC)})]
+    sql, params = Nomination("claims", "days", days=(first, last)).statement(k)
+    return [r[0] for r in await fetch(conn, sql, {"v": vector, "k": k, **params})]
 
 
 async def confirm_claims(conn: Conn, ids: list[str]) -> list[dict[str, Any]]:

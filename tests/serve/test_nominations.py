@@ -1,4 +1,4 @@
-"""A question's fact channels, read in one statement, are each the channel read alone."""
+"""A question's channels, read in one statement, are each the channel read alone."""
 
 from __future__ import annotations
 
@@ -45,6 +45,46 @@ def test_one_statement_nominates_what_each_channel_nominates_alone(example_memor
                           " OR f.label ILIKE %s) ORDER BY f.evidence_count DESC, f.valid_from DESC NULLS LAST,"
                           " f.label, f.fact_id LIMIT %s", (short, f"%{short}%", facts_queries.CANDIDATES))
                 assert await facts_queries.nominate_question(conn, short, None, None) == [[r[0] for r in alone]]
+            return nominated
+
+    assert asyncio.run(compare()) > 100
+
+
+def test_one_statement_nominates_claims_and_chunks_as_each_channel_alone(example_memory):
+    from datetime import date
+
+    from pgvector.psycopg import register_vector_async
+
+    from serve.replica import _configure
+    from sql.read import read_queries
+    from sql.read.read_queries import Nomination
+
+    async def compare() -> int:
+        async with await psycopg.AsyncConnection.connect(example_memory.dsn, autocommit=True) as conn:
+            await register_vector_async(conn)
+            await _configure(conn)
+            questions = await (await conn.execute(
+                "SELECT DISTINCT ON (claim_text) claim_text, embedding FROM claims WHERE embedding IS NOT NULL"
+                " ORDER BY claim_text LIMIT 6")).fetchall()
+            entities = [r[0] for r in await (await conn.execute(
+                "SELECT entity_id::text FROM entities ORDER BY canonical_name LIMIT 3")).fetchall()]
+            days = (await (await conn.execute("SELECT min(claim_valid_from)::date FROM claims")).fetchone())[0] \
+                or date(2026, 1, 1)
+            nominated = 0
+            for n, (text, vector) in enumerate(questions):
+                about = [entities[n % len(entities)]] if n % 2 else None
+                channels = {f"{t}_{c}": Nomination(t, c, about) for t in ("claims", "chunks") for c in ("semantic", "bm25")}
+                channels |= {"claims_named": Nomination("claims", "semantic", entities),
+                             "claims_dated": Nomination("claims", "semantic", about, dated=True),
+                             "claims_then": Nomination("claims", "days", days=(days, days))}
+                together = await read_queries.nominate_all(conn, channels, text, vector, 20)
+                assert list(together) == list(channels)
+                for name, one in channels.items():
+                    alone = (await read_queries.nominate_days(conn, vector, *one.days, 20) if one.channel == "days" else
+                             await read_queries.nominate(conn, one.table, one.channel, text, vector, 20, one.about,
+                                                         one.dated))
+                    assert together[name] == alone, name
+                    nominated += len(alone)
             return nominated
 
     assert asyncio.run(compare()) > 100
