@@ -241,9 +241,10 @@ async def nominate(conn: Conn, table: str, channel: str, query: str, vector: Any
 
 
 class Nomination(NamedTuple):
-    """One channel, to be read alone (`nominate`, `nominate_days`) or with others in one statement
-    (`nominate_all`): `semantic` or `bm25` over `table`, or `days`, the claims of the days
-    `days` = (first, last) by meaning."""
+    """One channel, to be read alone (`nominate`) or with others in one statement (`nominate_all`):
+    `semantic` or `bm25` over `table`, or `days`, the claims of the days `days` = (first, last),
+    inclusive and UTC, by pgvector cosine distance, ties by id: those whose world time starts on
+    them and those said on them (migration 0026's two indexes)."""
 
     table: str
     channel: str
@@ -291,14 +292,6 @@ async def nominate_all(conn: Conn, channels: dict[str, Nomination], query: str, 
         params |= own
     row = await fetch_one(conn, pgsql.SQL("SELECT {}").format(pgsql.SQL(", ").join(parts)), params)
     return {name: list(found) for name, found in zip(channels, row)}
-
-
-async def nominate_days(conn: Conn, vector: Any, first: date, last: date, k: int) -> list[str]:
-    """Ids of the claims of the days `first` to `last` (inclusive, UTC), best first by pgvector
-    cosine distance, ties by id: those whose world time starts on them and those said on them
-    (migration 0026's two indexes)."""
-    sql, params = Nomination("claims", "days", days=(first, last)).statement(k)
-    return [r[0] for r in await fetch(conn, sql, {"v": vector, "k": k, **params})]
 
 
 async def confirm_claims(conn: Conn, ids: list[str]) -> list[dict[str, Any]]:

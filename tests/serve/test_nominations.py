@@ -78,10 +78,12 @@ def test_one_statement_nominates_claims_and_chunks_as_each_channel_alone(example
             together = await read_queries.nominate_all(conn, channels, text, vector, 20)
             assert list(together) == list(channels)
             for name, one in channels.items():
-                alone = (await read_queries.nominate_days(conn, vector, *one.days, 20) if one.channel == "days" else
-                         await read_queries.nominate(conn, one.table, one.channel, text, vector, 20, one.about,
-                                                     one.dated))
+                sql, own = one.statement(20)
+                alone = [r[0] for r in await read_queries.fetch(conn, sql, {"q": text, "v": vector, "k": 20, **own})]
                 assert together[name] == alone, name
+                if one.channel != "days":   # as the searches read it
+                    assert alone == await read_queries.nominate(conn, one.table, one.channel, text, vector, 20,
+                                                                one.about, one.dated)
                 nominated += len(alone)
         return nominated
 
