@@ -23,7 +23,7 @@ def start(settings: Settings, host: str, port: int) -> str:
 
     from actors.embedder import model_dimension
     from serve import admission, auth
-    from serve.deployment import APP_NAME, application, background_env, direct_ingress_env
+    from serve.deployment import APP_NAME, application, serve_env, direct_ingress_env
     from serve.replica import DeploymentInfo
     from sql.store import authority as store
     from sql.write import reconcile
@@ -38,7 +38,7 @@ def start(settings: Settings, host: str, port: int) -> str:
         raise SettingsError(f"invalid setting: {err}") from None
     _check_port_free(host, port)
     # read by Serve's processes in the Ray this process starts
-    for name, value in background_env().items():
+    for name, value in serve_env().items():
         os.environ.setdefault(name, value)
     # One replica on a Ray this call starts answers on `port` itself. A cluster's Ray, or one this
     # process started before (the demo's import), was started without these settings, and several

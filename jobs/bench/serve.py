@@ -219,7 +219,13 @@ def summarize(m: Measurement) -> dict[str, Any]:
             "p99_ms": round(1000 * percentile(m.latencies, 99), 2),
             "requests_per_s": round(n / m.wall_seconds, 1) if m.wall_seconds > 0 else math.nan,
             "load_before": [round(x, 2) for x in m.load_before], "load_after": [round(x, 2) for x in m.load_after],
-            "cpu_ms_per_request": m.cpu_ms_per_request}
+            "cpu_ms_per_request": m.cpu_ms_per_request, "server_cpu_ms_per_request": server_cpu_ms(m.cpu_ms_per_request)}
+
+
+def server_cpu_ms(cpu: dict[str, float]) -> float | None:
+    """What a request cost the server (its processes, Ray's and PostgreSQL's): every process on the
+    machine but the benchmark's own clients, which a deployment's callers pay on their machines."""
+    return round(cpu["total"] - cpu.get("benchmark clients", 0.0), 1) if cpu else None
 
 
 def ratio(rows: list[dict[str, Any]], clients: int, operation: str = "facts_context") -> float:
@@ -446,14 +452,15 @@ def render(results: dict[str, Any]) -> str:
                      f"{r['p95_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['requests_per_s']:>7.1f}  "
                      f"{r['load_before'][0]:.2f}→{r['load_after'][0]:.2f}")
         lines += [f"    error: {e}" for e in r["error_samples"]]
-    lines += ["", "CPU per request (ms, every process on the machine; ceiling = CPUs × 1000 / total):"]
+    lines += ["", ("CPU per request (ms; server: every process on the machine but the benchmark's clients; "
+                   "total: all of them; ceiling = CPUs × 1000 / total):")]
     for r in results["runs"]:
         cpu = r.get("cpu_ms_per_request")
         if cpu:
             parts = ", ".join(f"{name} {ms:.1f}" for name, ms in cpu.items() if name != "total")
             ceiling = machine["cpus"] * 1000 / cpu["total"] if cpu["total"] else float("inf")
-            lines.append(f"  {r['operation']:<28} {r['clients']:>2} clients: total {cpu['total']:.1f} "
-                         f"(ceiling {ceiling:.0f} req/s): {parts}")
+            lines.append(f"  {r['operation']:<28} {r['clients']:>2} clients: server {server_cpu_ms(cpu):.1f}, "
+                         f"total {cpu['total']:.1f} (ceiling {ceiling:.0f} req/s): {parts}")
     ratio_, target = results["ratio_facts_context_p95_over_floor_p95"], results["target_ratio"]
     errors = sum(r["errors"] for r in results["runs"])
     lines += ["", (f"facts_context p95 / bare pgvector p95 at {results['clients']} clients: {ratio_:.2f} "

@@ -113,6 +113,19 @@ def test_render_states_the_target_and_errors():
     assert "memory note: stopped at 100 claims" in text
 
 
+def test_server_cpu_is_every_process_but_the_benchmark_clients():
+    cpu = {"postgres": 11.3, "api replica": 9.3, "ray (other)": 1.8, "benchmark clients": 1.1, "total": 23.5}
+    m = Measurement(name="facts_context", clients=1, latencies=[0.02] * 4, wall_seconds=1.0, cpu_ms_per_request=cpu)
+    row = summarize(m)
+    assert row["server_cpu_ms_per_request"] == 22.4
+    assert summarize(Measurement(name="facts_context", clients=1))["server_cpu_ms_per_request"] is None
+    results = {"memory": {"documents": 1, "claims": 1, "entities": 1, "facts": 1, "generation": {"reused": True}},
+               "machine": {"cpus": 2, "load_at_start": [0, 0, 0], "load_at_end": [0, 0, 0]},
+               "serve": {"replicas": 1, "pool_retrieval": 4, "start_seconds": 1.0},
+               "runs": [row], "clients": 8, "target_ratio": 5.0, "ratio_facts_context_p95_over_floor_p95": 1.0}
+    assert "facts_context                 1 clients: server 22.4, total 23.5" in bench_serve.render(results)
+
+
 def test_operation_bodies_follow_the_client_wire_shapes():
     q = bench_serve.Queries(names=["Ravi Shah"], claim_texts=["Ravi Shah leads the billing migration 1."],
                             claim_vectors=[[0.1]], entity_ids=["6f1c0c1e-0000-5000-8000-000000000001"])
