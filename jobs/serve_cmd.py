@@ -23,7 +23,7 @@ def start(settings: Settings, host: str, port: int) -> str:
 
     from actors.embedder import model_dimension
     from serve import admission, auth
-    from serve.deployment import APP_NAME, application, serve_env, direct_ingress_env
+    from serve.deployment import APP_NAME, application, direct_ingress_env, serve_env
     from serve.replica import DeploymentInfo
     from sql.store import authority as store
     from sql.write import reconcile
