@@ -219,7 +219,8 @@ def summarize(m: Measurement) -> dict[str, Any]:
             "p99_ms": round(1000 * percentile(m.latencies, 99), 2),
             "requests_per_s": round(n / m.wall_seconds, 1) if m.wall_seconds > 0 else math.nan,
             "load_before": [round(x, 2) for x in m.load_before], "load_after": [round(x, 2) for x in m.load_after],
-            "cpu_ms_per_request": m.cpu_ms_per_request, "server_cpu_ms_per_request": server_cpu_ms(m.cpu_ms_per_request)}
+            "cpu_ms_per_request": m.cpu_ms_per_request,
+            "server_cpu_ms_per_request": server_cpu_ms(m.cpu_ms_per_request)}
 
 
 def server_cpu_ms(cpu: dict[str, float]) -> float | None:
@@ -459,7 +460,8 @@ def render(results: dict[str, Any]) -> str:
         if cpu:
             parts = ", ".join(f"{name} {ms:.1f}" for name, ms in cpu.items() if name != "total")
             ceiling = machine["cpus"] * 1000 / cpu["total"] if cpu["total"] else float("inf")
-            lines.append(f"  {r['operation']:<28} {r['clients']:>2} clients: server {server_cpu_ms(cpu):.1f}, "
+            server = r["server_cpu_ms_per_request"]
+            lines.append(f"  {r['operation']:<28} {r['clients']:>2} clients: server {server:.1f}, "
                          f"total {cpu['total']:.1f} (ceiling {ceiling:.0f} req/s): {parts}")
     ratio_, target = results["ratio_facts_context_p95_over_floor_p95"], results["target_ratio"]
     errors = sum(r["errors"] for r in results["runs"])
