@@ -7,6 +7,12 @@ operation is timed over HTTP with queries drawn from the memory's own entity nam
 as is an entity's two-hop neighbourhood (`/graph/neighborhood`) from the memory's own entities.
 In the same run a bare nearest-neighbour query over the same claim vectors, through psycopg with
 no API in between, gives the floor that the API's latency is compared with.
+
+Also in the same run, with one client, the parts of a read that no change to its own work takes
+away, each measured alone (`least_parts`): a request served through the same door that reads one
+row (`GET /healthz`), the question's encoding by the memory's own execution on one thread, as the
+replica encodes it, and the graph searches by meaning at the read's candidate counts. Their sum is
+the least a read can cost on this machine; what the read spends beyond it is its own work.
 """
 
 from __future__ import annotations
@@ -38,6 +44,13 @@ FLOOR = "bare_pgvector"
 CLIENTS = (1, 8)
 # the issue's target: facts_context p95 at 8 clients within this multiple of the floor's p95
 TARGET_RATIO = 5.0
+# ... and a read's CPU, on the server, at one client
+TARGET_CPU_MS = 15.0
+
+# The least parts (module docstring): a request through the same door that reads one row, and
+# each operation's graph searches by meaning, by table.
+SERVED_ONE_ROW = "served_one_row"
+GRAPH_SEARCHES = {"facts_context": ("facts",), "claims_and_sources_context": ("claims", "chunks")}
 
 # Claims per generated document, as measured by `bench facts` and `bench import` on these
 # generators (90,127 claims from 20,000 notes; 31,288 from 2,000 documents). They only size the
@@ -300,6 +313,89 @@ def http_client(url: str, operation: str) -> ClientFactory:
     return open_client
 
 
+def served_one_row_client(url: str) -> ClientFactory:
+    """`GET /healthz`: the server's door, its middlewares and a pooled snapshot reading one row."""
+    def open_client(stack: ExitStack) -> Client:
+        import httpx
+
+        session = stack.enter_context(httpx.Client(base_url=url, timeout=120))
+
+        def call(_: Any) -> str | None:
+            response = session.get("/healthz")
+            return None if response.status_code == 200 else f"HTTP {response.status_code}: {response.text[:150]}"
+        return call
+    return open_client
+
+
+def graph_search_client(dsn: str, table: str) -> ClientFactory:
+    """A nomination by meaning alone: `table`'s nearest rows to the vector, as many as the read
+    nominates, with the read's `hnsw.ef_search`."""
+    def open_client(stack: ExitStack) -> Client:
+        import psycopg
+        from pgvector.psycopg import register_vector
+
+        from sql.read import bench_queries
+        from sql.store import authority as store
+
+        conn = stack.enter_context(psycopg.connect(dsn, autocommit=True))
+        register_vector(conn)
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(store.HNSW_EF_SEARCH),))
+        statement, candidates = bench_queries.nearest(table), read_candidates(table)
+
+        def call(vector: Any) -> str | None:
+            rows = conn.execute(statement, (vector, candidates)).fetchall()
+            return None if rows else "no rows"
+        return call
+    return open_client
+
+
+def read_candidates(table: str) -> int:
+    """How many candidates the reads nominate by meaning from `table`: facts_context's fixed count,
+    claims_and_sources_context's `candidate_k` as a caller who leaves it out gets it."""
+    from serve import operations
+    from sql.read import facts_queries
+
+    if table == "facts":
+        return facts_queries.CANDIDATES
+    return int(operations.SCHEMAS["claims_and_sources_context"]["properties"]["candidate_k"]["default"])
+
+
+def question_model(dsn: str):
+    """The model the replica encodes a question with (`serve.deployment.ReplicaEmbedder`): the
+    memory's pin, run on one thread."""
+    from actors.embedder import load_model, model_for_pin
+    from sql.store import authority as store
+
+    pin = store.pinned_model(dsn)
+    if pin is None:
+        raise SystemExit("corpusmem bench serve: the memory has no pinned embedding model")
+    return load_model(model_for_pin(pin, gpu=False, cache=runtime.settings().model_cache), "cpu", threads=1)
+
+
+def encoding_ms(model, texts: Sequence[str]) -> float:
+    """CPU milliseconds a question's encoding takes in this process, each of `texts` once, after
+    one encoding that warms the model."""
+    def encode(text: str) -> Any:
+        return model.encode([text], normalize_embeddings=True, show_progress_bar=False, batch_size=1)[0]
+
+    encode(texts[0])
+    started = time.process_time()
+    for text in texts:
+        encode(text)
+    return 1000 * (time.process_time() - started) / len(texts)
+
+
+def least_parts(served: dict[str, Any], searches: dict[str, dict[str, Any]], encoding: float) -> dict[str, Any]:
+    """The least each read can cost (CPU ms a request), from its parts measured alone: the served
+    request's CPU on the server, the question's encoding, and PostgreSQL's CPU for each of the
+    read's graph searches."""
+    one_row = served["server_cpu_ms_per_request"]
+    graph = {table: run["cpu_ms_per_request"].get("postgres", 0.0) for table, run in searches.items()}
+    return {"served_one_row_ms": one_row, "encoding_ms": round(encoding, 2), "graph_search_ms": graph,
+            "by_operation": {op: round(one_row + encoding + sum(graph[t] for t in tables), 1)
+                             for op, tables in GRAPH_SEARCHES.items()}}
+
+
 def bare_client(dsn: str) -> ClientFactory:
     def open_client(stack: ExitStack) -> Client:
         import psycopg
@@ -420,6 +516,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
                 asking = requests(name, _WARM_UP + i * args.requests, args.requests)
                 print(f"{name}: {len(asking)} requests from {clients} client(s)", file=sys.stderr, flush=True)
                 results["runs"].append(summarize(run_load(name, clients_of[name], asking, clients)))
+        results["least"] = _measure_least(dsn, url, queries.part(runs.index(FLOOR) * asked + _WARM_UP, args.requests))
     finally:
         stop_server(server)
     results["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -427,6 +524,19 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
     results["target_ratio"] = TARGET_RATIO
     results["clients"] = args.clients
     return results
+
+
+def _measure_least(dsn: str, url: str, mine: Queries) -> dict[str, Any]:
+    """`least_parts`, each part over `mine` (questions no operation's run asked) with one client."""
+    served = summarize(run_load(SERVED_ONE_ROW, served_one_row_client(url), mine.claim_vectors, 1))
+    searches = {}
+    for table in sorted({t for tables in GRAPH_SEARCHES.values() for t in tables}):
+        print(f"{table}: {len(mine.claim_vectors)} graph searches alone", file=sys.stderr, flush=True)
+        searches[table] = summarize(run_load(f"graph_search_{table}", graph_search_client(dsn, table),
+                                             mine.claim_vectors, 1))
+    print(f"encoding {len(mine.claim_texts)} questions alone", file=sys.stderr, flush=True)
+    return {**least_parts(served, searches, encoding_ms(question_model(dsn), mine.claim_texts)),
+            "runs": [served, *searches.values()]}
 
 
 def render(results: dict[str, Any]) -> str:
@@ -463,10 +573,27 @@ def render(results: dict[str, Any]) -> str:
             server = r["server_cpu_ms_per_request"]
             lines.append(f"  {r['operation']:<28} {r['clients']:>2} clients: server {server:.1f}, "
                          f"total {cpu['total']:.1f} (ceiling {ceiling:.0f} req/s): {parts}")
+    if least := results.get("least"):
+        lines += ["", render_least(least, results["runs"])]
     ratio_, target = results["ratio_facts_context_p95_over_floor_p95"], results["target_ratio"]
     errors = sum(r["errors"] for r in results["runs"])
     lines += ["", (f"facts_context p95 / bare pgvector p95 at {results['clients']} clients: {ratio_:.2f} "
                    f"(target ≤ {target:.0f}: {'met' if ratio_ <= target else 'NOT met'}); errors: {errors}")]
+    return "\n".join(lines)
+
+
+def render_least(least: dict[str, Any], runs: list[dict[str, Any]]) -> str:
+    """The least each read can cost beside what it cost, at one client."""
+    spent = {r["operation"]: r["server_cpu_ms_per_request"] for r in runs if r["clients"] == 1}
+    graph = least["graph_search_ms"]
+    lines = [(f"the least a read costs here (CPU ms a request, one client, each part alone): a request that reads "
+              f"one row {least['served_one_row_ms']:.1f} (GET /healthz, on the server), the question's encoding "
+              f"{least['encoding_ms']:.1f}, a graph search by meaning " + ", ".join(
+                  f"{table} {ms:.1f}" for table, ms in graph.items()) + " (PostgreSQL)")]
+    for op, least_ms in least["by_operation"].items():
+        if spent.get(op) is not None:
+            lines.append(f"  {op:<28} least {least_ms:.1f}, spent {spent[op]:.1f} (target ≤ {TARGET_CPU_MS:.0f}): "
+                         f"{spent[op] - least_ms:.1f} of its own work")
     return "\n".join(lines)
 
 

@@ -186,3 +186,26 @@ def test_cpu_components_are_named_from_the_command_line():
     assert cpu_use.component(Fake(1, ["ray::ProxyActor"])) == "serve proxy"
     assert cpu_use.component(Fake(1, ["postgres: postgres corpusmem [local] idle"])) == "postgres"
     assert cpu_use.component(Fake(1, [], name="bash")) == "other"
+
+
+def test_the_least_a_read_costs_is_its_parts_measured_alone():
+    def run(name: str, cpu: dict[str, float]) -> dict:
+        return summarize(Measurement(name=name, clients=1, latencies=[0.01] * 4, wall_seconds=1.0,
+                                     cpu_ms_per_request=cpu))
+
+    served = run(bench_serve.SERVED_ONE_ROW, {"api replica": 1.5, "postgres": 0.4, "benchmark clients": 0.9,
+                                              "total": 2.8})
+    searches = {"facts": run("graph_search_facts", {"postgres": 2.5, "benchmark clients": 0.5, "total": 3.0}),
+                "claims": run("graph_search_claims", {"postgres": 2.0, "ray (other)": 0.2, "total": 2.2}),
+                "chunks": run("graph_search_chunks", {"postgres": 3.0, "total": 3.0})}
+    least = bench_serve.least_parts(served, searches, 2.25)
+    # the served request counts on the server (its clients apart); a search counts PostgreSQL alone
+    assert least["served_one_row_ms"] == 1.9 and least["graph_search_ms"] == {"facts": 2.5, "claims": 2.0, "chunks": 3.0}
+    assert least["by_operation"] == {"facts_context": 6.7, "claims_and_sources_context": 9.2}
+    spent = [{"operation": "facts_context", "clients": 1, "server_cpu_ms_per_request": 18.0},
+             {"operation": "facts_context", "clients": 8, "server_cpu_ms_per_request": 30.0},
+             {"operation": "claims_and_sources_context", "clients": 1, "server_cpu_ms_per_request": 24.0}]
+    text = bench_serve.render_least(least, spent)
+    assert "facts_context                least 6.7, spent 18.0 (target ≤ 15): 11.3 of its own work" in text
+    assert "claims_and_sources_context   least 9.2, spent 24.0 (target ≤ 15): 14.8 of its own work" in text
+    assert "graph search by meaning facts 2.5, claims 2.0, chunks 3.0" in text
