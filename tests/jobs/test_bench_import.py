@@ -57,6 +57,23 @@ def test_the_table_gives_the_ratio_each_stage_and_the_scaling():
     assert ("steady state (after the first minute): not reached (the pipeline ended within it); CPU 600 ms a "
             "document, 344 ms outside the embedder") in table
     assert "documents at this steady state" not in table   # projected from the generated notes only
+    assert "the most floor/import" not in table   # no encoding alone measured
+
+
+def test_the_most_a_run_allows_is_its_floor_over_its_start_up_and_its_encoding_alone():
+    run = {"documents": 90, "pieces": 405, "chunks": 555, "claims": 1526, "import_seconds": 24.3,
+           "exit_seconds": 26.7, "floor_seconds": 5.2, "floor_execution": "onnx-int8", "floor_timings": {},
+           "execution": "onnx-int8", "ratio": 5.2 / 24.3, "exit_ratio": 5.2 / 26.7, "startup_seconds": 6.2,
+           "pipeline_seconds": 18.1, "driver_peak_rss_mib": 250.0, "stage_seconds": {}, "facts_seconds": {},
+           "steady_docs_per_second": None, "cpu_seconds": 50.0, "cpu_seconds_per_doc": 0.55,
+           "cpu_seconds_per_doc_outside_embedder": 0.3, "texts_embedded": {}, "vectors_not_embedded": {},
+           "alone_seconds": 7.6, "alone_by_kind": {"chunks": 5.5, "claims": 2.1},
+           "alone_texts": {"chunks": 555, "claims": 1526}}
+    run["ratio_bound"] = imports.ratio_bound(run)
+    assert run["ratio_bound"] == pytest.approx(5.2 / 13.8)
+    table = imports.render({"threads": 2, "embed_batch_size": 32, "corpora": {"locomo": {"runs": [run]}}})
+    assert ("the most floor/import this machine allows with this start-up: floor / (start-up 6.2 s + encoding "
+            "alone) = 0.38") in table
 
 
 def test_the_steady_state_is_the_rate_after_the_first_minute():
