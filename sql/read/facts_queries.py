@@ -77,10 +77,16 @@ _RANKED = " ORDER BY f.evidence_count DESC, f.valid_from DESC NULLS LAST, f.labe
 def _of_entities(ids: str) -> str:
     """The facts of the entities `ids` (an SQL uuid[]) names, best evidenced first."""
     # Each side on its own, never an OR: a UNION lets each read its index alone (0020), where the
-    # OR read every fact's row.
+    # OR read every fact's row. Both sides together, then deduplicated: a fact is on a side at
+    # most once (it has one subject and one object), so the best 2n rows of the two hold the best
+    # n facts, and only those are grouped. A UNION grouped every row of both sides first: 2,687
+    # for the 20 entities whose profiles best match a question, half the channel's cost.
     side = ("SELECT f.fact_id, f.evidence_count, f.valid_from, f.label FROM facts f"
             f" WHERE f.{{}} = ANY({ids})" + _PREDICATE)
-    return f"SELECT f.fact_id::text FROM ({side.format('subject_id')} UNION {side.format('object_id')}) f" + _RANKED
+    best = (f"SELECT * FROM ({side.format('subject_id')} UNION ALL {side.format('object_id')}) f"
+            + _RANKED.replace("%(n)s", "2 * %(n)s"))
+    return (f"SELECT f.fact_id::text FROM ({best}) f GROUP BY f.fact_id, f.evidence_count, f.valid_from, f.label"
+            + _RANKED)
 
 
 async def nominate_entities(conn: Conn, ids: list[str], predicate: str | None) -> list[str]:
