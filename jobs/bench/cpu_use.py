@@ -26,21 +26,36 @@ _COMPONENTS = (
 
 Snapshot = dict[int, tuple[str, float]]
 
+CLIENTS = "benchmark clients"
+SERVER_OTHER = "the server's other processes"
+NOT_THE_SERVER = "other"
 
-def component(process: psutil.Process) -> str:
+
+def component(process: psutil.Process, server: frozenset[int] = frozenset()) -> str:
+    """What `process` is; `server`: the pids of the server's process tree, whose processes that are
+    none of the named components are the server's own (its command), the rest not the server's."""
     if process.pid == os.getpid():
-        return "benchmark clients"
+        return CLIENTS
     text = " ".join(process.cmdline()) or process.name()
-    return next((name for name, marker in _COMPONENTS if marker in text), "other")
+    named = next((name for name, marker in _COMPONENTS if marker in text), None)
+    return named or (SERVER_OTHER if process.pid in server else NOT_THE_SERVER)
 
 
-def snapshot() -> Snapshot:
-    """{pid: (component, user + system CPU seconds)} for every process that can be read."""
+def server_tree(pid: int | None) -> frozenset[int]:
+    """The pids of the process `pid` and every process under it (none for None or an ended one)."""
+    return frozenset(p.pid for _, p in tree(psutil.Process(pid))) if pid is not None and psutil.pid_exists(pid) \
+        else frozenset()
+
+
+def snapshot(server: int | None = None) -> Snapshot:
+    """{pid: (component, user + system CPU seconds)} for every process that can be read; `server`:
+    the pid at the root of the server's process tree, if one is measured."""
     out: Snapshot = {}
+    pids = server_tree(server)
     for process in psutil.process_iter():
         try:
             times = process.cpu_times()
-            out[process.pid] = (component(process), times.user + times.system)
+            out[process.pid] = (component(process, pids), times.user + times.system)
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
     return out

@@ -237,9 +237,10 @@ def summarize(m: Measurement) -> dict[str, Any]:
 
 
 def server_cpu_ms(cpu: dict[str, float]) -> float | None:
-    """What a request cost the server (its processes, Ray's and PostgreSQL's): every process on the
-    machine but the benchmark's own clients, which a deployment's callers pay on their machines."""
-    return round(cpu["total"] - cpu.get("benchmark clients", 0.0), 1) if cpu else None
+    """What a request cost the server: its process tree (the command, Ray's processes and Serve's)
+    and PostgreSQL. Not the benchmark's own clients, which a deployment's callers pay on their
+    machines, nor the machine's other processes."""
+    return round(cpu["total"] - cpu.get(cpu_use.CLIENTS, 0.0) - cpu.get(cpu_use.NOT_THE_SERVER, 0.0), 1) if cpu else None
 
 
 def ratio(rows: list[dict[str, Any]], clients: int, operation: str = "facts_context") -> float:
@@ -259,8 +260,10 @@ Client = Callable[[Any], str | None]
 ClientFactory = Callable[[ExitStack], Client]
 
 
-def run_load(name: str, open_client: ClientFactory, requests: Sequence[Any], clients: int) -> Measurement:
-    """Send `requests` from `clients` threads at once, each request timed on its own."""
+def run_load(name: str, open_client: ClientFactory, requests: Sequence[Any], clients: int,
+             server: int | None = None) -> Measurement:
+    """Send `requests` from `clients` threads at once, each request timed on its own; `server`: the
+    pid at the root of the server's process tree, whose CPU is told from the machine's other."""
     m = Measurement(name=name, clients=clients)
     lock, cursor = threading.Lock(), iter(range(len(requests)))
     ready = threading.Barrier(clients + 1)
@@ -288,14 +291,14 @@ def run_load(name: str, open_client: ClientFactory, requests: Sequence[Any], cli
         done = [pool.submit(work, open_client(stack)) for _ in range(clients)]
         # read while every client's connection is open: a database session closed before the
         # second reading would take its CPU time with it
-        cpu_before = cpu_use.snapshot()
+        cpu_before = cpu_use.snapshot(server)
         ready.wait()
         m.load_before = os.getloadavg()
         started = time.perf_counter()
         for future in done:
             future.result()
         m.wall_seconds = time.perf_counter() - started
-        m.cpu_ms_per_request = cpu_use.per_request_ms(cpu_before, cpu_use.snapshot(), len(requests))
+        m.cpu_ms_per_request = cpu_use.per_request_ms(cpu_before, cpu_use.snapshot(server), len(requests))
     m.load_after = os.getloadavg()
     return m
 
@@ -506,7 +509,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
 
         clients_of = {name: bare_client(dsn) if name == FLOOR else http_client(url, name) for name in runs}
         for name in runs:
-            warm = run_load(name, clients_of[name], requests(name, 0, _WARM_UP), 1)
+            warm = run_load(name, clients_of[name], requests(name, 0, _WARM_UP), 1, server.pid)
             if warm.errors:
                 raise SystemExit(f"corpusmem bench serve: {name} fails before any load: {warm.errors[0]}")
         # each client count measures the floor and every operation in turn, so a change in the
@@ -515,8 +518,9 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             for name in runs:
                 asking = requests(name, _WARM_UP + i * args.requests, args.requests)
                 print(f"{name}: {len(asking)} requests from {clients} client(s)", file=sys.stderr, flush=True)
-                results["runs"].append(summarize(run_load(name, clients_of[name], asking, clients)))
-        results["least"] = _measure_least(dsn, url, queries.part(runs.index(FLOOR) * asked + _WARM_UP, args.requests))
+                results["runs"].append(summarize(run_load(name, clients_of[name], asking, clients, server.pid)))
+        results["least"] = _measure_least(dsn, url, server.pid,
+                                          queries.part(runs.index(FLOOR) * asked + _WARM_UP, args.requests))
     finally:
         stop_server(server)
     results["machine"]["load_at_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -526,14 +530,14 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
-def _measure_least(dsn: str, url: str, mine: Queries) -> dict[str, Any]:
+def _measure_least(dsn: str, url: str, server: int, mine: Queries) -> dict[str, Any]:
     """`least_parts`, each part over `mine` (questions no operation's run asked) with one client."""
-    served = summarize(run_load(SERVED_ONE_ROW, served_one_row_client(url), mine.claim_vectors, 1))
+    served = summarize(run_load(SERVED_ONE_ROW, served_one_row_client(url), mine.claim_vectors, 1, server))
     searches = {}
     for table in sorted({t for tables in GRAPH_SEARCHES.values() for t in tables}):
         print(f"{table}: {len(mine.claim_vectors)} graph searches alone", file=sys.stderr, flush=True)
         searches[table] = summarize(run_load(f"graph_search_{table}", graph_search_client(dsn, table),
-                                             mine.claim_vectors, 1))
+                                             mine.claim_vectors, 1, server))
     print(f"encoding {len(mine.claim_texts)} questions alone", file=sys.stderr, flush=True)
     return {**least_parts(served, searches, encoding_ms(question_model(dsn), mine.claim_texts)),
             "runs": [served, *searches.values()]}
@@ -563,8 +567,8 @@ def render(results: dict[str, Any]) -> str:
                      f"{r['p95_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['requests_per_s']:>7.1f}  "
                      f"{r['load_before'][0]:.2f}→{r['load_after'][0]:.2f}")
         lines += [f"    error: {e}" for e in r["error_samples"]]
-    lines += ["", ("CPU per request (ms; server: every process on the machine but the benchmark's clients; "
-                   "total: all of them; ceiling = CPUs × 1000 / total):")]
+    lines += ["", ("CPU per request (ms; server: the server's process tree and PostgreSQL; total: every process "
+                   "on the machine, the benchmark's clients included; ceiling = CPUs × 1000 / total):")]
     for r in results["runs"]:
         cpu = r.get("cpu_ms_per_request")
         if cpu:
