@@ -289,10 +289,8 @@ async def claims_and_sources_context(conn: Conn, query: str, *, k: int = 50, can
 
 async def _confirm_best(conn: Conn, confirm, ids: list[str], k: int, count) -> tuple[list[dict[str, Any]], int]:
     """The confirmed rows of the best-fused `ids` until `count` of them exceeds `k`, and how many
-    ids were read (`confirmation.best_pages`). A page holds the k + 1 the answer needs and a
-    quarter more for what confirmation drops or groups: on a memory of 108,367 claims, 51 or 52
-    ids were enough for each of 100 questions, where pages of 100 read twice that."""
-    return await confirmation.best_pages(lambda page: confirm(conn, page), ids, page=k + 1 + k // 4,
+    ids were read (`confirmation.best_pages`, pages of `confirmation.page(k)`)."""
+    return await confirmation.best_pages(lambda page: confirm(conn, page), ids, page=confirmation.page(k),
                                          enough=lambda found: count(found) > k)
 
 
