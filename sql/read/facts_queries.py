@@ -71,7 +71,8 @@ async def named_entities(conn: Conn, spellings: list[str]) -> list[tuple[str, st
 
 _PREDICATE = " AND (%(p)s::text IS NULL OR f.predicate = %(p)s)"
 # How a channel that does not rank by meaning orders its nominees: best evidenced first.
-_RANKED = " ORDER BY f.evidence_count DESC, f.valid_from DESC NULLS LAST, f.label, f.fact_id LIMIT %(n)s"
+_RANK = " ORDER BY f.evidence_count DESC, f.valid_from DESC NULLS LAST, f.label, f.fact_id"
+_RANKED = _RANK + " LIMIT %(n)s"
 
 
 def _of_entities(ids: str) -> str:
@@ -84,7 +85,7 @@ def _of_entities(ids: str) -> str:
     side = ("SELECT f.fact_id, f.evidence_count, f.valid_from, f.label FROM facts f"
             f" WHERE f.{{}} = ANY({ids})" + _PREDICATE)
     best = (f"SELECT * FROM ({side.format('subject_id')} UNION ALL {side.format('object_id')}) f"
-            + _RANKED.replace("%(n)s", "2 * %(n)s"))
+            + _RANK + " LIMIT 2 * %(n)s")
     return (f"SELECT f.fact_id::text FROM ({best}) f GROUP BY f.fact_id, f.evidence_count, f.valid_from, f.label"
             + _RANKED)
 
