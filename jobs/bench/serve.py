@@ -304,13 +304,20 @@ def run_load(name: str, open_client: ClientFactory, requests: Sequence[Any], cli
 
 
 def http_client(url: str, operation: str) -> ClientFactory:
+    route = _ROUTES.get(operation, f"/operations/{operation}")
+    return _http_client(url, lambda session, body: session.post(route, json=body))
+
+
+def _http_client(url: str, send: Callable[[Any, Any], Any]) -> ClientFactory:
+    """A client with an HTTP session of its own, each request `send(session, request)`; anything
+    but a 200 is a failure."""
     def open_client(stack: ExitStack) -> Client:
         import httpx
 
         session = stack.enter_context(httpx.Client(base_url=url, timeout=120))
 
-        def call(body: dict[str, Any]) -> str | None:
-            response = session.post(_ROUTES.get(operation, f"/operations/{operation}"), json=body)
+        def call(request: Any) -> str | None:
+            response = send(session, request)
             return None if response.status_code == 200 else f"HTTP {response.status_code}: {response.text[:150]}"
         return call
     return open_client
@@ -318,36 +325,26 @@ def http_client(url: str, operation: str) -> ClientFactory:
 
 def served_one_row_client(url: str) -> ClientFactory:
     """`GET /healthz`: the server's door, its middlewares and a pooled snapshot reading one row."""
-    def open_client(stack: ExitStack) -> Client:
-        import httpx
-
-        session = stack.enter_context(httpx.Client(base_url=url, timeout=120))
-
-        def call(_: Any) -> str | None:
-            response = session.get("/healthz")
-            return None if response.status_code == 200 else f"HTTP {response.status_code}: {response.text[:150]}"
-        return call
-    return open_client
+    return _http_client(url, lambda session, _: session.get("/healthz"))
 
 
 def graph_search_client(dsn: str, table: str) -> ClientFactory:
-    """A nomination by meaning alone: `table`'s nearest rows to the vector, as many as the read
-    nominates, with the read's `hnsw.ef_search`."""
+    """A nomination by meaning alone: the read's own statement for it (`read_queries.Nomination`)
+    over `table`, as many as the read nominates, with the read's `hnsw.ef_search`."""
     def open_client(stack: ExitStack) -> Client:
         import psycopg
         from pgvector.psycopg import register_vector
 
-        from sql.read import bench_queries
+        from sql.read.read_queries import Nomination
         from sql.store import authority as store
 
         conn = stack.enter_context(psycopg.connect(dsn, autocommit=True))
         register_vector(conn)
         conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(store.HNSW_EF_SEARCH),))
-        statement, candidates = bench_queries.nearest(table), read_candidates(table)
+        statement, params = Nomination(table, "semantic").statement(read_candidates(table))
 
         def call(vector: Any) -> str | None:
-            rows = conn.execute(statement, (vector, candidates)).fetchall()
-            return None if rows else "no rows"
+            return None if conn.execute(statement, {"v": vector, **params}).fetchall() else "no rows"
         return call
     return open_client
 

@@ -11,13 +11,6 @@ from sql.read.read_queries import servable
 # the floor of `bench serve`: what pgvector alone costs for the nearest claims, with no API,
 # confirmation or fusion
 BARE_NEAREST_CLAIMS = "SELECT claim_id FROM claims ORDER BY embedding <=> %b LIMIT 10"
-# the tables a read nominates from by meaning, and their keys
-_NEAREST_KEYS = {"facts": "fact_id", "claims": "claim_id", "chunks": "chunk_id"}
-
-
-def nearest(table: str) -> str:
-    """`table`'s rows nearest a vector (%b), as many as asked (%s): a read's graph search alone."""
-    return f"SELECT {_NEAREST_KEYS[table]} FROM {table} ORDER BY embedding <=> %b LIMIT %s"
 # The memory's last import: the run the benchmarks read.
 _LAST_RUN = "(SELECT * FROM import_runs ORDER BY started_at DESC LIMIT 1) r"
 

@@ -8,9 +8,10 @@ import numpy as np
 import psycopg
 import pytest
 from pgvector.psycopg import register_vector
+from psycopg import sql as pgsql
 
 from jobs.bench import serve as bench_serve
-from sql.read import bench_queries
+from sql.read.read_queries import Nomination
 from sql.store import authority as store
 
 
@@ -22,15 +23,15 @@ def test_a_graph_search_alone_nominates_as_many_as_the_read_and_the_nearest(exam
         held, vector = conn.execute(f"SELECT count(*) FILTER (WHERE embedding IS NOT NULL),"
                                     f" (array_agg(embedding ORDER BY {key}))[1] FROM {table}").fetchone()
         conn.execute("SET enable_indexscan = off")
-        exact = [r[0] for r in conn.execute(f"SELECT {key} FROM {table} ORDER BY embedding <=> %s, {key} LIMIT %s",
+        exact = [str(r[0]) for r in conn.execute(f"SELECT {key} FROM {table} ORDER BY embedding <=> %s, {key} LIMIT %s",
                                             (vector, bench_serve.read_candidates(table)))]
         conn.execute("RESET enable_indexscan")
         conn.execute("SET hnsw.ef_search = %s" % store.HNSW_EF_SEARCH)
         # the index searches it (a memory this small is read whole unless the planner is told)
         conn.execute("SET enable_seqscan = off")
-        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + bench_queries.nearest(table).replace("%s", "200"),
-                                                     (vector,)))
-        found = [r[0] for r in conn.execute(bench_queries.nearest(table), (vector, bench_serve.read_candidates(table)))]
+        statement, params = Nomination(table, "semantic").statement(bench_serve.read_candidates(table))
+        plan = "\n".join(r[0] for r in conn.execute(pgsql.SQL("EXPLAIN ") + statement, {"v": vector, **params}))
+        found = [r[0] for r in conn.execute(statement, {"v": vector, **params})]
     assert bench_serve.read_candidates(table) == 200
     assert len(exact) == min(held, 200) > 0 and len(found) == len(exact)
     assert f"{table}_embedding_hnsw" in plan
